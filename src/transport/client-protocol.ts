@@ -1,0 +1,219 @@
+// The client protocol: what travels between an SDK (or any client) and a node's client port.
+// Each ws binary message is one msgpack-encoded frame. docs/protocol.md is the prose version.
+//
+//   request   {id, op, ...fields}
+//   response  {id, ok: true, result} | {id, ok: false, error: {code, message, leaderHint?}}
+//   event     {event, index, ...fields}            (server-pushed, no id)
+//
+// This module holds only types and constants so that both the client (src/client) and the
+// server (src/server) can import it without importing each other.
+
+export const PROTOCOL_VERSION = 1;
+
+/** Error codes a node answers with. NOT_LEADER never reaches SDK users: the SDK retries. */
+export type ErrorCode =
+  | 'BAD_FRAME' // undecodable or not an object
+  | 'FRAME_TOO_LARGE'
+  | 'UNKNOWN_OP'
+  | 'INVALID_ARGUMENT'
+  | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
+  | 'NOT_LEADER'
+  | 'UNAVAILABLE' // no leader known / quorum lost / node shutting down
+  | 'TIMEOUT' // the operation's outcome is unknown: it may or may not have happened
+  | 'UNKNOWN_SESSION' // session expired or closed (the SDK calls it SessionExpired)
+  | 'NOT_HOLDER'
+  | 'FENCED'
+  | 'STALE_SEQUENCE'
+  | 'LIMIT_EXCEEDED'
+  | 'CONFLICT'
+  | 'RATE_LIMITED'
+  | 'INTERNAL';
+
+export interface WireError {
+  readonly code: ErrorCode;
+  readonly message: string;
+  /** Id and client URL of the leader, when known (on NOT_LEADER and UNAVAILABLE). */
+  readonly leaderHint?: { readonly id: string; readonly clientUrl: string };
+  /** FENCED: the token the lock has now (null when free). */
+  readonly currentToken?: number | null;
+}
+
+export type LockMode = 'exclusive' | 'shared';
+
+/** Fields every session-scoped write carries, for exactly-once application (thesis §6.3). */
+export interface Sequenced {
+  readonly session: number;
+  /** Per-session request number, from 1; a retry re-sends the same seq. */
+  readonly seq: number;
+  /** Every seq <= ackedSeq has been answered; the node may forget those results. */
+  readonly ackedSeq?: number;
+}
+
+export interface Fence {
+  readonly lock: string;
+  readonly token: number;
+}
+
+export type Request =
+  | { id: number; op: 'hello'; version: number; token?: string }
+  | { id: number; op: 'status' }
+  | { id: number; op: 'openSession'; ttlMs?: number }
+  | { id: number; op: 'attach'; session: number }
+  | { id: number; op: 'keepAlive'; session: number }
+  | ({ id: number; op: 'closeSession' } & Sequenced)
+  | ({
+      id: number;
+      op: 'acquire';
+      name: string;
+      mode: LockMode;
+      limit?: number;
+      wait: boolean;
+      lockDelayMs?: number;
+    } & Sequenced)
+  | ({ id: number; op: 'release'; name: string; token: number } & Sequenced)
+  | ({ id: number; op: 'cancelWait'; name: string } & Sequenced)
+  | { id: number; op: 'get'; name: string }
+  | { id: number; op: 'locks'; prefix?: string; limit?: number }
+  | ({ id: number; op: 'campaign'; election: string; value: string } & Sequenced)
+  | ({ id: number; op: 'proclaim'; election: string; token: number; value: string } & Sequenced)
+  | ({ id: number; op: 'resign'; election: string; token: number } & Sequenced)
+  | { id: number; op: 'leader'; election: string }
+  | { id: number; op: 'observe'; election: string }
+  | { id: number; op: 'unobserve'; election: string }
+  | ({ id: number; op: 'put'; key: string; value: Uint8Array; fence?: Fence; ifRevision?: number } & Sequenced)
+  | ({ id: number; op: 'delete'; key: string; fence?: Fence; ifRevision?: number } & Sequenced)
+  | { id: number; op: 'kvGet'; key: string }
+  | { id: number; op: 'watch'; prefix: string }
+  | { id: number; op: 'unwatch'; prefix: string }
+  | ({ id: number; op: 'beginOp'; opKey: string; fence: Fence; retry?: boolean } & Sequenced)
+  | ({ id: number; op: 'completeOp'; opKey: string; result: Uint8Array; fence: Fence } & Sequenced);
+
+export type Op = Request['op'];
+
+export const OPS: readonly Op[] = [
+  'hello',
+  'status',
+  'openSession',
+  'attach',
+  'keepAlive',
+  'closeSession',
+  'acquire',
+  'release',
+  'cancelWait',
+  'get',
+  'locks',
+  'campaign',
+  'proclaim',
+  'resign',
+  'leader',
+  'observe',
+  'unobserve',
+  'put',
+  'delete',
+  'kvGet',
+  'watch',
+  'unwatch',
+  'beginOp',
+  'completeOp',
+];
+
+/** Ops that change replicated state: a follower forwards them to the leader. */
+export const WRITE_OPS: ReadonlySet<Op> = new Set<Op>([
+  'openSession',
+  'closeSession',
+  'acquire',
+  'release',
+  'cancelWait',
+  'campaign',
+  'proclaim',
+  'resign',
+  'put',
+  'delete',
+  'beginOp',
+  'completeOp',
+]);
+
+// ---- results --------------------------------------------------------------------------
+
+export interface HelloResult {
+  readonly nodeId: string;
+  readonly clusterId: string;
+  readonly leader: string | null;
+  readonly members: readonly { readonly id: string; readonly clientUrl: string }[];
+}
+
+export interface NodeStatus {
+  readonly id: string;
+  readonly role: 'leader' | 'follower' | 'candidate' | 'learner';
+  readonly term: number;
+  readonly leader: string | null;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly members: readonly string[];
+  readonly pid: number;
+}
+
+export interface SessionResult {
+  readonly session: number;
+  readonly ttlMs: number;
+}
+
+export type AcquireResult =
+  | { readonly status: 'granted'; readonly token: number; readonly index: number }
+  | { readonly status: 'queued'; readonly position: number; readonly index: number }
+  | { readonly status: 'busy'; readonly holders: readonly Holder[]; readonly index: number };
+
+export interface Holder {
+  readonly session: number;
+  readonly token: number;
+  readonly mode: LockMode;
+}
+
+export interface LockInfo {
+  readonly name: string;
+  readonly holders: readonly Holder[];
+  readonly waiters: readonly { readonly session: number; readonly mode: LockMode }[];
+  readonly limit: number | null;
+  /** True while the lock is held back by lock-delay after its holder's session expired. */
+  readonly delayed: boolean;
+}
+
+export type CampaignResult =
+  | { readonly status: 'leader'; readonly token: number; readonly index: number }
+  | { readonly status: 'queued'; readonly position: number; readonly index: number };
+
+export interface ElectionLeader {
+  readonly election: string;
+  readonly leader: number | null; // the leading session
+  readonly value: string | null;
+  readonly token: number | null;
+}
+
+export interface KvEntry {
+  readonly key: string;
+  readonly value: Uint8Array;
+  readonly revision: number;
+}
+
+export type BeginOpResult =
+  | { readonly status: 'run'; readonly idempotencyKey: string; readonly attempt: number }
+  | { readonly status: 'done'; readonly result: Uint8Array }
+  | { readonly status: 'inDoubt'; readonly idempotencyKey: string; readonly attempt: number; readonly token: number };
+
+// ---- events ---------------------------------------------------------------------------
+
+/** Every event carries the log index of the entry that produced it, so a client can order
+ *  events against responses (which carry `index` too). */
+export type ServerEvent =
+  | { event: 'granted'; index: number; session: number; name: string; token: number; mode: LockMode }
+  | { event: 'released'; index: number; session: number; name: string; token: number; reason: 'release' | 'close' | 'expire' | 'cancel' }
+  | { event: 'sessionExpired'; index: number; session: number }
+  | { event: 'electionChanged'; index: number; election: string; leader: number | null; value: string | null; token: number | null }
+  | { event: 'kvChanged'; index: number; key: string; value: Uint8Array | null; revision: number };
+
+export type Response =
+  | { readonly id: number; readonly ok: true; readonly result: unknown }
+  | { readonly id: number; readonly ok: false; readonly error: WireError };
+
+export type ServerFrame = Response | ServerEvent;
