@@ -85,6 +85,10 @@ export interface Message {
   readonly context?: Uint8Array;
   /** snap: the chunk. */
   readonly snapshot?: SnapshotChunk;
+  /** snapResp: bytes of the snapshot received so far (the next chunk's offset). */
+  readonly offset?: number;
+  /** vote: sent on TimeoutNow (leadership transfer), so voters skip the leader-lease check. */
+  readonly transfer?: boolean;
 }
 
 /** InstallSnapshot sends the snapshot in bounded chunks; the follower reassembles them. */

@@ -1,0 +1,139 @@
+// What a leader knows of each follower's log (paper, Figure 2: nextIndex[], matchIndex[])
+// plus the flow control etcd adds: a follower is probed one message at a time until its
+// log position is known, then replicated to with a bounded window of pipelined appends.
+import type { NodeId } from './types.js';
+
+export type ProgressState = 'probe' | 'replicate' | 'snapshot';
+
+/** A ring of the last index of each AppendEntries in flight; bounded by `capacity`. */
+export class Inflights {
+  private readonly buf: number[] = [];
+  constructor(readonly capacity: number) {}
+
+  get full(): boolean {
+    return this.buf.length >= this.capacity;
+  }
+
+  get count(): number {
+    return this.buf.length;
+  }
+
+  add(lastIndex: number): void {
+    this.buf.push(lastIndex);
+  }
+
+  /** An acknowledgement up to `index` frees every append that ended at or below it. */
+  freeTo(index: number): void {
+    let n = 0;
+    while (n < this.buf.length && this.buf[n]! <= index) n++;
+    if (n > 0) this.buf.splice(0, n);
+  }
+
+  reset(): void {
+    this.buf.length = 0;
+  }
+}
+
+export class Progress {
+  match = 0;
+  next: number;
+  state: ProgressState = 'probe';
+  /** In probe state: an append is outstanding; wait for its answer or the next heartbeat. */
+  probeSent = false;
+  /** In snapshot state: the snapshot index being sent, and how far its chunks have gone. */
+  pendingSnapshot = 0;
+  snapshotOffset = 0;
+  /** Heard from since the last CheckQuorum round. */
+  recentActive = false;
+  readonly inflights: Inflights;
+
+  constructor(
+    readonly id: NodeId,
+    next: number,
+    maxInflight: number,
+    public isLearner: boolean,
+  ) {
+    this.next = next;
+    this.inflights = new Inflights(maxInflight);
+  }
+
+  becomeProbe(): void {
+    // After a snapshot the follower holds at least the snapshot: probe from there.
+    const from = this.state === 'snapshot' ? Math.max(this.match + 1, this.pendingSnapshot + 1) : this.match + 1;
+    this.state = 'probe';
+    this.next = from;
+    this.probeSent = false;
+    this.pendingSnapshot = 0;
+    this.snapshotOffset = 0;
+    this.inflights.reset();
+  }
+
+  becomeReplicate(): void {
+    this.state = 'replicate';
+    this.next = this.match + 1;
+    this.probeSent = false;
+    this.pendingSnapshot = 0;
+    this.inflights.reset();
+  }
+
+  becomeSnapshot(index: number): void {
+    this.state = 'snapshot';
+    this.pendingSnapshot = index;
+    this.snapshotOffset = 0;
+    this.probeSent = false;
+    this.inflights.reset();
+  }
+
+  /** An accepted append up to `index`. Returns whether match moved. */
+  maybeUpdate(index: number): boolean {
+    let updated = false;
+    if (this.match < index) {
+      this.match = index;
+      updated = true;
+      this.probeSent = false;
+    }
+    this.next = Math.max(this.next, index + 1);
+    return updated;
+  }
+
+  /**
+   * A rejected append of (rejected = prevIndex). `hint` is where the follower's log may
+   * match (computed from its conflict index/term). Returns false for a stale rejection.
+   */
+  maybeDecrTo(rejected: number, hint: number): boolean {
+    if (this.state === 'replicate') {
+      // Stale: we already know the follower matches at or beyond `rejected`.
+      if (rejected <= this.match) return false;
+      this.next = this.match + 1;
+      return true;
+    }
+    // Probe: only the answer to the probe we sent (next - 1) counts.
+    if (this.next - 1 !== rejected) return false;
+    this.next = Math.max(Math.min(rejected, hint + 1), this.match + 1);
+    this.probeSent = false;
+    return true;
+  }
+
+  /** Whether another append may be sent now. */
+  isPaused(): boolean {
+    switch (this.state) {
+      case 'probe':
+        return this.probeSent;
+      case 'replicate':
+        return this.inflights.full;
+      case 'snapshot':
+        return true;
+    }
+  }
+}
+
+/** The largest index replicated on a majority of `voters` (their match indexes). */
+export function quorumIndex(matches: readonly number[]): number {
+  if (matches.length === 0) return 0;
+  const sorted = [...matches].sort((a, b) => b - a);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+export function majority(n: number): number {
+  return Math.floor(n / 2) + 1;
+}
