@@ -223,13 +223,18 @@ describe('write', () => {
     let refused = 0;
     const writers = Array.from({ length: WRITERS }, async (_, w) => {
       for (let i = 0; i < WRITES; i++) {
-        const token = BigInt(1 + Math.floor(random() * 1000));
+        // Tokens drift upward with jitter, as grants of one lock do when holders keep
+        // losing it: neighbours overlap all along, not only at the start.
+        const token = BigInt(1 + i * 10 + Math.floor(random() * 100));
         if (token > highest) highest = token;
         const value = `w${w}#${i}@${token}`;
+        const pause = random() < 0.25;
         try {
           await fence.write('many', token, async (tx) => {
             await tx.query('UPDATE reg_many SET value = $1 WHERE id = 1', [value]);
-            await new Promise<void>((resolve) => setImmediate(resolve)); // widen the window
+            // Widen the window between the fence and the commit, so that a fence which did
+            // not hold its row until COMMIT would let writes cross.
+            await new Promise<void>((resolve) => (pause ? setTimeout(resolve, 1) : setImmediate(resolve)));
             await tx.query('INSERT INTO history_many (token, value) VALUES ($1, $2)', [token.toString(), value]);
           });
           committed++;
