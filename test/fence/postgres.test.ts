@@ -55,6 +55,8 @@ describe('schema', () => {
     assert.match(sql, /CREATE TABLE IF NOT EXISTS "palisade_fence"/);
     assert.match(sql, /token numeric\(20,0\)/);
     assert.match(PostgresFence.fenceSql('locks.fence'), /"locks"\."fence"/);
+    const doc = readFileSync(new URL('../../docs/fencing.md', import.meta.url), 'utf8');
+    assert.ok(doc.includes(sql), 'docs/fencing.md must show the fence table SQL verbatim');
     for (const badName of ['', 'Fence', 'fence; DROP TABLE x', 'a.b.c', '1fence', 'fen"ce', 'x'.repeat(64)]) {
       assert.throws(() => PostgresFence.fenceSql(badName), FenceInputError, badName);
       assert.throws(() => new PostgresFence(pool, { table: badName }), FenceInputError, badName);
