@@ -1,0 +1,229 @@
+// Elections: a named exclusive lock whose holder is the leader, with a value it publishes.
+// Kept in their own table so an election and a lock of the same name never meet.
+//
+// campaign = acquire-and-wait (FIFO candidates), resign = release, and a session's close
+// or expiry lets the next candidate lead. The leader's token is its epoch: the index of
+// the entry that made it leader, so epochs only grow. Elections have no lock-delay: the
+// epoch already fences a deposed leader, and failover should be prompt.
+
+import type { ApplyContext } from './context.js';
+import { conflict, withToken } from './errors.js';
+import { sessionLoad, tooManyLocks, type SessionRecord } from './sessions.js';
+import { fail, readArray, readIndex, readNullable, readString, readTuple } from './snapshot-reader.js';
+import type { CampaignResult, ElectionInfo, MachineError, OkResult } from './types.js';
+
+const OK: OkResult = Object.freeze({ type: 'ok' });
+
+interface Leadership {
+  readonly session: SessionRecord;
+  readonly token: number;
+  value: string;
+}
+
+class ElectionRecord {
+  leader: Leadership | null = null;
+  /** Candidates in arrival order, each with the value it will publish when it leads. */
+  readonly candidates = new Map<number, { readonly session: SessionRecord; readonly value: string }>();
+  constructor(readonly name: string) {}
+}
+
+/** Snapshot form: [name, leaderSession, token, value, [[candidate, value], ...]]. */
+type ElectionTuple = [string, number | null, number | null, string | null, [number, string][]];
+
+export class ElectionTable {
+  private readonly byName = new Map<string, ElectionRecord>();
+  private candidateCount = 0;
+
+  constructor(private readonly maxLocksPerSession: number) {}
+
+  campaign(ctx: ApplyContext, rec: SessionRecord, name: string, value: string): CampaignResult {
+    let e = this.byName.get(name);
+    if (e !== undefined) {
+      // Campaigning again answers the standing leadership or place, as acquire does.
+      if (e.leader?.session === rec) return { type: 'leader', token: e.leader.token };
+      if (e.candidates.has(rec.id)) return { type: 'queued', position: positionOf(e, rec.id) };
+    }
+    if (sessionLoad(rec) >= this.maxLocksPerSession) return tooManyLocks(rec, this.maxLocksPerSession);
+    if (e === undefined) {
+      e = new ElectionRecord(name);
+      this.byName.set(name, e);
+    }
+    rec.elections.add(name);
+    if (e.leader === null) {
+      this.lead(ctx, e, rec, value);
+      return { type: 'leader', token: ctx.index };
+    }
+    e.candidates.set(rec.id, { session: rec, value });
+    this.candidateCount++;
+    return { type: 'queued', position: e.candidates.size };
+  }
+
+  proclaim(ctx: ApplyContext, rec: SessionRecord, name: string, token: number, value: string): OkResult | MachineError {
+    const e = this.byName.get(name);
+    const notLeader = this.checkLeader(e, rec, name, token);
+    if (notLeader) return notLeader;
+    const leader = e!.leader!;
+    leader.value = value;
+    emitChange(ctx, e!);
+    return OK;
+  }
+
+  /** With a token: the leader steps down. Without: a queued candidate withdraws. */
+  resign(ctx: ApplyContext, rec: SessionRecord, name: string, token: number | undefined): OkResult | MachineError {
+    const e = this.byName.get(name);
+    if (token === undefined) {
+      if (e === undefined || !e.candidates.has(rec.id)) {
+        return conflict(`session ${rec.id} is not a queued candidate of election ${JSON.stringify(name)}`);
+      }
+      e.candidates.delete(rec.id);
+      this.candidateCount--;
+      rec.elections.delete(name);
+      return OK;
+    }
+    const notLeader = this.checkLeader(e, rec, name, token);
+    if (notLeader) return notLeader;
+    this.stepDown(ctx, e!);
+    return OK;
+  }
+
+  dropSession(ctx: ApplyContext, rec: SessionRecord): void {
+    for (const name of [...rec.elections].sort()) {
+      const e = this.byName.get(name)!;
+      if (e.leader?.session === rec) this.stepDown(ctx, e);
+      else {
+        e.candidates.delete(rec.id);
+        this.candidateCount--;
+        rec.elections.delete(name);
+      }
+    }
+  }
+
+  // ---- reads ---------------------------------------------------------------------------
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  get candidates(): number {
+    return this.candidateCount;
+  }
+
+  info(name: string): ElectionInfo | null {
+    const e = this.byName.get(name);
+    if (e === undefined) return null;
+    return {
+      election: name,
+      leader: e.leader?.session.id ?? null,
+      value: e.leader?.value ?? null,
+      token: e.leader?.token ?? null,
+      candidates: [...e.candidates.keys()],
+    };
+  }
+
+  list(prefix: string, limit: number): ElectionInfo[] {
+    const names: string[] = [];
+    for (const name of this.byName.keys()) if (name.startsWith(prefix)) names.push(name);
+    names.sort();
+    return names.slice(0, Math.max(0, limit)).map((n) => this.info(n)!);
+  }
+
+  // ---- internals -----------------------------------------------------------------------
+
+  private checkLeader(e: ElectionRecord | undefined, rec: SessionRecord, name: string, token: number): MachineError | null {
+    const leader = e?.leader ?? null;
+    if (leader === null || leader.session !== rec || leader.token !== token) {
+      return withToken(
+        'NOT_HOLDER',
+        `session ${rec.id} does not lead election ${JSON.stringify(name)} with token ${token}`,
+        leader?.token ?? null,
+      );
+    }
+    return null;
+  }
+
+  private lead(ctx: ApplyContext, e: ElectionRecord, rec: SessionRecord, value: string): void {
+    e.leader = { session: rec, token: ctx.index, value };
+    emitChange(ctx, e);
+  }
+
+  /** The leader leaves: the first candidate leads with this entry's index as its epoch. */
+  private stepDown(ctx: ApplyContext, e: ElectionRecord): void {
+    e.leader!.session.elections.delete(e.name);
+    e.leader = null;
+    const next = e.candidates.values().next();
+    if (next.done) {
+      emitChange(ctx, e);
+      this.byName.delete(e.name);
+      return;
+    }
+    e.candidates.delete(next.value.session.id);
+    this.candidateCount--;
+    this.lead(ctx, e, next.value.session, next.value.value);
+  }
+
+  // ---- snapshot ------------------------------------------------------------------------
+
+  toSnapshot(): ElectionTuple[] {
+    const out: ElectionTuple[] = [];
+    for (const e of this.byName.values()) {
+      out.push([
+        e.name,
+        e.leader?.session.id ?? null,
+        e.leader?.token ?? null,
+        e.leader?.value ?? null,
+        [...e.candidates.values()].map((c): [number, string] => [c.session.id, c.value]),
+      ]);
+    }
+    return out;
+  }
+
+  restore(data: unknown, sessions: (id: number) => SessionRecord | undefined, appliedIndex: number): void {
+    const sessionOf = (v: unknown, what: string): SessionRecord => {
+      const id = readIndex(v, appliedIndex, what);
+      return sessions(id) ?? fail(`${what} refers to session ${id}, which is not in the snapshot`);
+    };
+    for (const [i, item] of readArray(data, 'elections').entries()) {
+      const t = readTuple(item, 5, `elections[${i}]`);
+      const name = readString(t[0], `elections[${i}].name`);
+      if (this.byName.has(name)) fail(`election ${JSON.stringify(name)} appears twice`);
+      const e = new ElectionRecord(name);
+      const leaderId = readNullable(t[1], (v) => v);
+      if (leaderId === null) fail(`election ${name} has no leader`); // leaderless elections are dropped
+      const leader = sessionOf(leaderId, `election ${name} leader`);
+      e.leader = {
+        session: leader,
+        token: readIndex(t[2], appliedIndex, `election ${name} token`),
+        value: readString(t[3], `election ${name} value`),
+      };
+      leader.elections.add(name);
+      for (const [j, c] of readArray(t[4], `election ${name} candidates`).entries()) {
+        const ct = readTuple(c, 2, `election ${name} candidates[${j}]`);
+        const rec = sessionOf(ct[0], `election ${name} candidate`);
+        if (rec === leader || e.candidates.has(rec.id)) fail(`election ${name} lists session ${rec.id} twice`);
+        e.candidates.set(rec.id, { session: rec, value: readString(ct[1], `election ${name} candidate value`) });
+        rec.elections.add(name);
+        this.candidateCount++;
+      }
+      this.byName.set(name, e);
+    }
+  }
+}
+
+function emitChange(ctx: ApplyContext, e: ElectionRecord): void {
+  ctx.events.push({
+    type: 'electionChanged',
+    election: e.name,
+    leader: e.leader?.session.id ?? null,
+    value: e.leader?.value ?? null,
+    token: e.leader?.token ?? null,
+  });
+}
+
+function positionOf(e: ElectionRecord, session: number): number {
+  let position = 1;
+  for (const id of e.candidates.keys()) {
+    if (id === session) return position;
+    position++;
+  }
+  return position;
+}

@@ -1,0 +1,101 @@
+// A small key-value space for fenced writes. A key's revision is the index of the entry
+// that last wrote it, so revisions only grow and `ifRevision` gives compare-and-set.
+// Size is bounded (key bytes + value bytes over all keys) because every node keeps it all
+// in memory and in every snapshot.
+
+import type { ApplyContext } from './context.js';
+import { limitExceeded, machineError } from './errors.js';
+import { fail, readArray, readBytes, readIndex, readString, readTuple } from './snapshot-reader.js';
+import { utf8Length } from './text.js';
+import type { DeletedResult, KvEntry, MachineError, WrittenResult } from './types.js';
+
+interface Stored {
+  readonly value: Uint8Array;
+  readonly revision: number;
+  /** Key bytes + value bytes, what counts toward maxKvTotalBytes. */
+  readonly bytes: number;
+}
+
+type KvTuple = [string, Uint8Array, number];
+
+export class KvStore {
+  private readonly byKey = new Map<string, Stored>();
+  private totalBytes = 0;
+
+  constructor(private readonly maxTotalBytes: number) {}
+
+  put(ctx: ApplyContext, key: string, value: Uint8Array, ifRevision: number | undefined): WrittenResult | MachineError {
+    const old = this.byKey.get(key);
+    const mismatch = revisionMismatch(key, old, ifRevision);
+    if (mismatch) return mismatch;
+    const bytes = utf8Length(key) + value.length;
+    const total = this.totalBytes - (old?.bytes ?? 0) + bytes;
+    if (total > this.maxTotalBytes) {
+      return limitExceeded(`key-value space would hold ${total} bytes, over the limit of ${this.maxTotalBytes}`);
+    }
+    this.byKey.set(key, { value, revision: ctx.index, bytes });
+    this.totalBytes = total;
+    ctx.events.push({ type: 'kvChanged', key, value, revision: ctx.index });
+    return { type: 'written', revision: ctx.index };
+  }
+
+  delete(ctx: ApplyContext, key: string, ifRevision: number | undefined): DeletedResult | MachineError {
+    const old = this.byKey.get(key);
+    const mismatch = revisionMismatch(key, old, ifRevision);
+    if (mismatch) return mismatch;
+    if (old === undefined) return { type: 'deleted', existed: false, revision: 0 };
+    this.byKey.delete(key);
+    this.totalBytes -= old.bytes;
+    ctx.events.push({ type: 'kvChanged', key, value: null, revision: ctx.index });
+    return { type: 'deleted', existed: true, revision: ctx.index };
+  }
+
+  get(key: string): KvEntry | null {
+    const s = this.byKey.get(key);
+    return s === undefined ? null : { key, value: s.value, revision: s.revision };
+  }
+
+  /** Keys in code-unit order. O(keys) per call. */
+  range(prefix: string, limit: number): KvEntry[] {
+    const keys: string[] = [];
+    for (const key of this.byKey.keys()) if (key.startsWith(prefix)) keys.push(key);
+    keys.sort();
+    return keys.slice(0, Math.max(0, limit)).map((k) => this.get(k)!);
+  }
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  get bytes(): number {
+    return this.totalBytes;
+  }
+
+  toSnapshot(): KvTuple[] {
+    const out: KvTuple[] = [];
+    for (const [key, s] of this.byKey) out.push([key, s.value, s.revision]);
+    return out;
+  }
+
+  restore(data: unknown, appliedIndex: number): void {
+    for (const [i, item] of readArray(data, 'kv').entries()) {
+      const t = readTuple(item, 3, `kv[${i}]`);
+      const key = readString(t[0], `kv[${i}].key`);
+      if (this.byKey.has(key)) fail(`kv key ${JSON.stringify(key)} appears twice`);
+      const value = readBytes(t[1], `kv ${key} value`);
+      const bytes = utf8Length(key) + value.length;
+      this.byKey.set(key, { value, revision: readIndex(t[2], appliedIndex, `kv ${key} revision`), bytes });
+      this.totalBytes += bytes;
+    }
+  }
+}
+
+function revisionMismatch(key: string, old: Stored | undefined, ifRevision: number | undefined): MachineError | null {
+  if (ifRevision === undefined) return null;
+  const current = old?.revision ?? 0;
+  if (current === ifRevision) return null;
+  return {
+    ...machineError('CONFLICT', `key ${JSON.stringify(key)} is at revision ${current}, not ${ifRevision}`),
+    currentRevision: current,
+  };
+}

@@ -1,0 +1,326 @@
+// LockMachine: what the Raft log replicates. Same entries in, same state, results and
+// events out, on every node. It reads no clock, draws no random numbers, does no I/O and
+// sets no timers: everything that depends on time reaches it as a command the leader
+// proposes (expireSession, lockDelayElapsed, pruneOps, and the `at` stamps of the ledger).
+//
+// apply() never throws for a bad command: it answers a typed error, and the entry still
+// counts as applied. It throws only when the caller breaks the contract of strictly
+// increasing log indexes, which would break the token rule and must stop the node.
+
+import type { ApplyContext } from './context.js';
+import { checkMachineConfig, DEFAULT_MACHINE_CONFIG, type MachineConfig } from './config.js';
+import { decodeCommand } from './codec.js';
+import { ElectionTable } from './elections.js';
+import { unknownSession, withToken } from './errors.js';
+import { KvStore } from './kv.js';
+import { OpLedger } from './ledger.js';
+import { LockTable } from './locks.js';
+import { SessionTable, type SessionRecord } from './sessions.js';
+import { decodeSnapshot, encodeSnapshot } from './snapshot.js';
+import { SnapshotError } from './snapshot-reader.js';
+import type {
+  Applied,
+  Command,
+  ElectionInfo,
+  ExpireSessionCommand,
+  Fence,
+  KvEntry,
+  LockInfo,
+  MachineError,
+  MachineStats,
+  OkResult,
+  OpInfo,
+  OpenSessionCommand,
+  PendingLockDelay,
+  PruneCriteria,
+  Result,
+  ResultFor,
+  SessionCommand,
+  SessionInfo,
+  SessionLease,
+} from './types.js';
+import { COMMAND_TYPES, validateCommand } from './validate.js';
+
+const OK: OkResult = Object.freeze({ type: 'ok' });
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+export class LockMachine {
+  readonly config: MachineConfig;
+  private index = 0;
+  private readonly sessionTable: SessionTable;
+  private readonly lockTable: LockTable;
+  private readonly electionTable: ElectionTable;
+  private readonly kv: KvStore;
+  private readonly ledger: OpLedger;
+
+  constructor(config: MachineConfig = DEFAULT_MACHINE_CONFIG) {
+    this.config = checkMachineConfig(config);
+    this.sessionTable = new SessionTable(config.maxPendingResultsPerSession);
+    this.lockTable = new LockTable(config.maxLocksPerSession);
+    this.electionTable = new ElectionTable(config.maxLocksPerSession);
+    this.kv = new KvStore(config.maxKvTotalBytes);
+    this.ledger = new OpLedger(config.maxLedgerEntries);
+  }
+
+  /** The last index passed to apply, applyRaw or skip (0 before any). */
+  get appliedIndex(): number {
+    return this.index;
+  }
+
+  // ---- applying entries ----------------------------------------------------------------
+
+  /**
+   * Applies the command of the entry at `index` (strictly greater than appliedIndex).
+   * The command is validated first, so a typed object carrying bad values at run time is
+   * answered with an error like bad bytes are.
+   */
+  apply<C extends Command>(index: number, cmd: C): Applied<ResultFor<C>> {
+    this.advance(index);
+    const checked = validateCommand(cmd, this.config);
+    const applied = checked.type === 'error' ? { result: checked, events: [] } : this.execute(index, checked);
+    return applied as Applied<ResultFor<C>>;
+  }
+
+  /** Decodes, validates and applies an entry's bytes; malformed bytes give an error result. */
+  applyRaw(index: number, data: Uint8Array): Applied {
+    this.advance(index);
+    const cmd = decodeCommand(data, this.config);
+    return cmd.type === 'error' ? { result: cmd, events: [] } : this.execute(index, cmd);
+  }
+
+  /** Advances appliedIndex over an entry that carries no command (no-op, conf change). */
+  skip(index: number): void {
+    this.advance(index);
+  }
+
+  private advance(index: number): void {
+    if (!Number.isSafeInteger(index) || index <= this.index) {
+      throw new RangeError(`lockfsm: entry index ${index} does not follow the applied index ${this.index}`);
+    }
+    this.index = index;
+  }
+
+  private execute(index: number, cmd: Command): Applied {
+    const ctx: ApplyContext = { index, events: [] };
+    let result: Result;
+    switch (cmd.type) {
+      case 'openSession':
+        result = this.openSession(ctx, cmd);
+        break;
+      case 'expireSession':
+        result = this.expireSession(ctx, cmd);
+        break;
+      case 'lockDelayElapsed':
+        result = this.lockTable.endLockDelay(ctx, cmd.name, cmd.since);
+        break;
+      case 'pruneOps':
+        result = this.ledger.prune(cmd);
+        break;
+      default:
+        result = this.applySessionCommand(ctx, cmd);
+    }
+    return { result, events: ctx.events };
+  }
+
+  private openSession(ctx: ApplyContext, cmd: OpenSessionCommand): Result {
+    // The id is the entry's index: unique cluster-wide and never reused.
+    this.sessionTable.open(ctx.index, cmd.ttlMs);
+    ctx.events.push({ type: 'sessionOpened', session: ctx.index, ttlMs: cmd.ttlMs });
+    return { type: 'session', session: ctx.index, ttlMs: cmd.ttlMs };
+  }
+
+  private expireSession(ctx: ApplyContext, cmd: ExpireSessionCommand): Result {
+    const rec = this.sessionTable.get(cmd.session);
+    if (rec === undefined) return unknownSession(cmd.session);
+    ctx.events.push({ type: 'sessionExpired', session: rec.id });
+    this.endSession(ctx, rec, 'expire');
+    return OK;
+  }
+
+  private endSession(ctx: ApplyContext, rec: SessionRecord, reason: 'close' | 'expire'): void {
+    this.lockTable.dropSession(ctx, rec, reason);
+    this.electionTable.dropSession(ctx, rec);
+    this.sessionTable.remove(rec);
+  }
+
+  /** The idempotency layer, then the fence, then the command itself. */
+  private applySessionCommand(ctx: ApplyContext, cmd: SessionCommand): Result {
+    const rec = this.sessionTable.get(cmd.session);
+    if (rec === undefined) return unknownSession(cmd.session);
+    const admission = this.sessionTable.admit(rec, cmd);
+    if (admission.kind === 'answer') return admission.result;
+    const result = (cmd.fence && this.checkFence(rec, cmd.fence)) || this.run(ctx, rec, cmd);
+    // A closed session keeps nothing: a retried close answers UNKNOWN_SESSION.
+    if (cmd.type !== 'closeSession' || result.type === 'error') {
+      this.sessionTable.remember(rec, cmd.seq, cmd.type, result);
+    }
+    return result;
+  }
+
+  /** FENCED unless `rec` holds `fence.lock` right now with exactly `fence.token`. */
+  private checkFence(rec: SessionRecord, fence: Fence): MachineError | null {
+    if (this.lockTable.tokenOf(fence.lock, rec.id) === fence.token) return null;
+    return withToken(
+      'FENCED',
+      `session ${rec.id} does not hold lock ${JSON.stringify(fence.lock)} with token ${fence.token}`,
+      this.lockTable.currentToken(fence.lock),
+    );
+  }
+
+  private run(ctx: ApplyContext, rec: SessionRecord, cmd: SessionCommand): Result {
+    switch (cmd.type) {
+      case 'closeSession':
+        ctx.events.push({ type: 'sessionClosed', session: rec.id });
+        this.endSession(ctx, rec, 'close');
+        return OK;
+      case 'acquire':
+        return this.lockTable.acquire(ctx, rec, {
+          name: cmd.name,
+          mode: cmd.mode,
+          limit: cmd.limit ?? null,
+          wait: cmd.wait,
+          lockDelayMs: cmd.lockDelayMs ?? this.config.defaultLockDelayMs,
+        });
+      case 'release':
+        return this.lockTable.release(ctx, rec, cmd.name, cmd.token);
+      case 'cancelWait':
+        return this.lockTable.cancelWait(ctx, rec, cmd.name);
+      case 'campaign':
+        return this.electionTable.campaign(ctx, rec, cmd.election, cmd.value);
+      case 'proclaim':
+        return this.electionTable.proclaim(ctx, rec, cmd.election, cmd.token, cmd.value);
+      case 'resign':
+        return this.electionTable.resign(ctx, rec, cmd.election, cmd.token);
+      case 'put':
+        return this.kv.put(ctx, cmd.key, cmd.value, cmd.ifRevision);
+      case 'delete':
+        return this.kv.delete(ctx, cmd.key, cmd.ifRevision);
+      case 'beginOp':
+        return this.ledger.begin(ctx, rec.id, cmd.opKey, cmd.fence, cmd.retry ?? false, cmd.at);
+      case 'completeOp':
+        return this.ledger.complete(rec.id, cmd.opKey, cmd.fence, cmd.result, cmd.at);
+    }
+  }
+
+  // ---- reads (served after ReadIndex) --------------------------------------------------
+  // Returned byte arrays are the machine's own: callers must not modify them.
+
+  lock(name: string): LockInfo | null {
+    return this.lockTable.info(name);
+  }
+
+  /** Locks whose name starts with `prefix`, in code-unit order. O(all locks) per call. */
+  locks(prefix = '', limit = NO_LIMIT): LockInfo[] {
+    return this.lockTable.list(prefix, limit);
+  }
+
+  session(id: number): SessionInfo | null {
+    const rec = this.sessionTable.get(id);
+    return rec === undefined ? null : this.sessionInfo(rec);
+  }
+
+  *sessions(): IterableIterator<SessionInfo> {
+    for (const rec of this.sessionTable.values()) yield this.sessionInfo(rec);
+  }
+
+  /** Id and TTL of every open session: what a new leader needs to arm lease timers. */
+  *sessionLeases(): IterableIterator<SessionLease> {
+    for (const rec of this.sessionTable.values()) yield { session: rec.id, ttlMs: rec.ttlMs };
+  }
+
+  election(name: string): ElectionInfo | null {
+    return this.electionTable.info(name);
+  }
+
+  elections(prefix = '', limit = NO_LIMIT): ElectionInfo[] {
+    return this.electionTable.list(prefix, limit);
+  }
+
+  kvGet(key: string): KvEntry | null {
+    return this.kv.get(key);
+  }
+
+  /** Keys starting with `prefix`, in code-unit order. O(all keys) per call. */
+  kvRange(prefix: string, limit = NO_LIMIT): KvEntry[] {
+    return this.kv.range(prefix, limit);
+  }
+
+  /** Locks in lock-delay: a new leader arms a timer for each (a full delayMs, to be safe). */
+  pendingLockDelays(): IterableIterator<PendingLockDelay> {
+    return this.lockTable.pendingDelays();
+  }
+
+  op(opKey: string): OpInfo | null {
+    return this.ledger.info(opKey);
+  }
+
+  /** How many entries a pruneOps with these fields would drop (propose it only when > 0). */
+  opsToPrune(criteria: PruneCriteria): number {
+    return this.ledger.countPrunable(criteria);
+  }
+
+  stats(): MachineStats {
+    return {
+      appliedIndex: this.index,
+      sessions: this.sessionTable.size,
+      locks: this.lockTable.size,
+      holders: this.lockTable.holders,
+      waiters: this.lockTable.waiters,
+      locksInDelay: this.lockTable.delayedCount,
+      elections: this.electionTable.size,
+      candidates: this.electionTable.candidates,
+      kvKeys: this.kv.size,
+      kvBytes: this.kv.bytes,
+      ops: this.ledger.size,
+      opsRunning: this.ledger.runningCount,
+      pendingResults: this.sessionTable.pendingResults,
+    };
+  }
+
+  private sessionInfo(rec: SessionRecord): SessionInfo {
+    return {
+      id: rec.id,
+      ttlMs: rec.ttlMs,
+      locks: [...rec.held].sort().map((name) => ({ name, ...this.lockTable.holdOf(name, rec.id)! })),
+      waits: [...rec.waits].sort().map((name) => ({ name, mode: this.lockTable.waitModeOf(name, rec.id)! })),
+      elections: [...rec.elections].sort(),
+      pendingResults: rec.answers.size,
+      ackedSeq: rec.ackedSeq,
+    };
+  }
+
+  // ---- snapshots -----------------------------------------------------------------------
+
+  /** The full state (sessions with their kept answers, locks, elections, kv, ledger). */
+  snapshot(): Uint8Array {
+    const ledger = this.ledger.toSnapshot();
+    return encodeSnapshot({
+      appliedIndex: this.index,
+      sessions: this.sessionTable.toSnapshot(),
+      locks: this.lockTable.toSnapshot(),
+      elections: this.electionTable.toSnapshot(),
+      kv: this.kv.toSnapshot(),
+      ledgerRunning: ledger.running,
+      ledgerDone: ledger.done,
+    });
+  }
+
+  /** Rebuilds a machine from snapshot(). Bad or truncated bytes throw a SnapshotError. */
+  static restore(data: Uint8Array, config: MachineConfig = DEFAULT_MACHINE_CONFIG): LockMachine {
+    const body = decodeSnapshot(data);
+    const m = new LockMachine(config);
+    try {
+      m.index = body.appliedIndex;
+      const session = (id: number): SessionRecord | undefined => m.sessionTable.get(id);
+      m.sessionTable.restore(body.sessions, body.appliedIndex, COMMAND_TYPES);
+      m.lockTable.restore(body.locks, session, body.appliedIndex);
+      m.electionTable.restore(body.elections, session, body.appliedIndex);
+      m.kv.restore(body.kv, body.appliedIndex);
+      m.ledger.restore(body.ledgerRunning, body.ledgerDone, body.appliedIndex);
+    } catch (err) {
+      if (err instanceof SnapshotError) throw err;
+      throw new SnapshotError(`inconsistent data (${err instanceof Error ? err.message : String(err)})`);
+    }
+    return m;
+  }
+}

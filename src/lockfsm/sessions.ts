@@ -1,0 +1,174 @@
+// Sessions (leases) and their exactly-once bookkeeping (Raft thesis §6.3).
+//
+// A session is identified by the index of the entry that opened it. For each session the
+// machine keeps the answers of the requests the client has not yet acknowledged
+// (seq > ackedSeq) so that a retried request gets the first answer and changes nothing.
+// Requests may arrive out of order (several in flight): any seq above the acknowledged
+// horizon that has no stored answer is new.
+
+import { invalidArgument, limitExceeded, machineError } from './errors.js';
+import { fail, readArray, readIndex, readObject, readString, readTuple, readUint } from './snapshot-reader.js';
+import type { CommandType, MachineError, Result, SessionCommand } from './types.js';
+
+export interface StoredAnswer {
+  /** The command type that produced it: a seq reused for another command is refused. */
+  readonly command: CommandType;
+  readonly result: Result;
+}
+
+export interface SessionRecord {
+  readonly id: number;
+  readonly ttlMs: number;
+  /** Every seq <= ackedSeq has been answered and forgotten. */
+  ackedSeq: number;
+  readonly answers: Map<number, StoredAnswer>;
+  /** Names of the locks it holds / waits for / elections it leads or stands in. */
+  readonly held: Set<string>;
+  readonly waits: Set<string>;
+  readonly elections: Set<string>;
+}
+
+/** What the idempotency layer decides about a session command before it runs. */
+export type Admission = { readonly kind: 'new' } | { readonly kind: 'answer'; readonly result: Result };
+
+const NEW: Admission = { kind: 'new' };
+
+export class SessionTable {
+  private readonly byId = new Map<number, SessionRecord>();
+  private pending = 0;
+
+  constructor(private readonly maxPendingPerSession: number) {}
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** Answers kept across all sessions. */
+  get pendingResults(): number {
+    return this.pending;
+  }
+
+  get(id: number): SessionRecord | undefined {
+    return this.byId.get(id);
+  }
+
+  values(): IterableIterator<SessionRecord> {
+    return this.byId.values();
+  }
+
+  open(id: number, ttlMs: number): SessionRecord {
+    const rec: SessionRecord = {
+      id,
+      ttlMs,
+      ackedSeq: 0,
+      answers: new Map(),
+      held: new Set(),
+      waits: new Set(),
+      elections: new Set(),
+    };
+    this.byId.set(id, rec);
+    return rec;
+  }
+
+  remove(rec: SessionRecord): void {
+    this.pending -= rec.answers.size;
+    this.byId.delete(rec.id);
+  }
+
+  /**
+   * Decides whether `cmd` is new, a retry (the stored answer), or refused. Applies the
+   * command's ackedSeq first: forgetting acknowledged answers is what makes room.
+   */
+  admit(rec: SessionRecord, cmd: SessionCommand): Admission {
+    if (cmd.seq <= rec.ackedSeq) {
+      return {
+        kind: 'answer',
+        result: machineError(
+          'STALE_SEQUENCE',
+          `seq ${cmd.seq} of session ${rec.id} is at or below the acknowledged seq ${rec.ackedSeq}; its answer is forgotten`,
+        ),
+      };
+    }
+    if (cmd.ackedSeq !== undefined && cmd.ackedSeq > rec.ackedSeq) this.acknowledge(rec, cmd.ackedSeq);
+    const stored = rec.answers.get(cmd.seq);
+    if (stored !== undefined) {
+      if (stored.command !== cmd.type) {
+        return {
+          kind: 'answer',
+          result: invalidArgument(`seq ${cmd.seq} of session ${rec.id} was used by a ${stored.command}, not a ${cmd.type}`),
+        };
+      }
+      return { kind: 'answer', result: stored.result };
+    }
+    if (rec.answers.size >= this.maxPendingPerSession) {
+      return {
+        kind: 'answer',
+        result: limitExceeded(
+          `session ${rec.id} has ${rec.answers.size} unacknowledged requests (limit ${this.maxPendingPerSession}); send ackedSeq`,
+        ),
+      };
+    }
+    return NEW;
+  }
+
+  remember(rec: SessionRecord, seq: number, command: CommandType, result: Result): void {
+    rec.answers.set(seq, { command, result });
+    this.pending++;
+  }
+
+  /** Snapshot form: [id, ttlMs, ackedSeq, [[seq, command, result], ...]] per session. */
+  toSnapshot(): [number, number, number, [number, CommandType, Result][]][] {
+    const out: [number, number, number, [number, CommandType, Result][]][] = [];
+    for (const rec of this.byId.values()) {
+      const answers: [number, CommandType, Result][] = [];
+      for (const [seq, a] of rec.answers) answers.push([seq, a.command, a.result]);
+      out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers]);
+    }
+    return out;
+  }
+
+  /**
+   * Restores sessions. Stored answers are replayed verbatim to retries, so they are checked
+   * for shape only (an object with a string `type`, from a known command).
+   */
+  restore(data: unknown, appliedIndex: number, commandTypes: readonly CommandType[]): void {
+    for (const [i, item] of readArray(data, 'sessions').entries()) {
+      const t = readTuple(item, 4, `sessions[${i}]`);
+      const id = readIndex(t[0], appliedIndex, `sessions[${i}].id`);
+      if (this.byId.has(id)) fail(`session ${id} appears twice`);
+      const rec = this.open(id, readUint(t[1], `session ${id} ttlMs`));
+      rec.ackedSeq = readUint(t[2], `session ${id} ackedSeq`);
+      for (const [j, a] of readArray(t[3], `session ${id} answers`).entries()) {
+        const at = readTuple(a, 3, `session ${id} answers[${j}]`);
+        const seq = readIndex(at[0], Number.MAX_SAFE_INTEGER, `session ${id} answer seq`);
+        if (seq <= rec.ackedSeq || rec.answers.has(seq)) fail(`session ${id} answer for seq ${seq} is stale or repeated`);
+        const command = readString(at[1], `session ${id} answer command`) as CommandType;
+        if (!commandTypes.includes(command)) fail(`session ${id} answer for unknown command ${JSON.stringify(command)}`);
+        const result = readObject(at[2], `session ${id} answer`);
+        if (typeof result.type !== 'string') fail(`session ${id} answer has no type`);
+        rec.answers.set(seq, { command, result: result as unknown as Result });
+        this.pending++;
+      }
+    }
+  }
+
+  /** Forgets answers of seq <= ackedSeq. The map is bounded by maxPendingPerSession. */
+  private acknowledge(rec: SessionRecord, ackedSeq: number): void {
+    rec.ackedSeq = ackedSeq;
+    for (const seq of rec.answers.keys()) {
+      if (seq <= ackedSeq) {
+        rec.answers.delete(seq);
+        this.pending--;
+      }
+    }
+  }
+}
+
+/** A lock/election count check shared by the tables that add to a session's sets. */
+export function sessionLoad(rec: SessionRecord): number {
+  return rec.held.size + rec.waits.size + rec.elections.size;
+}
+
+export function tooManyLocks(rec: SessionRecord, max: number): MachineError {
+  return limitExceeded(`session ${rec.id} already holds, waits for or campaigns in ${sessionLoad(rec)} locks (limit ${max})`);
+}

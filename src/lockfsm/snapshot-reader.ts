@@ -1,0 +1,63 @@
+// Checked reading of decoded snapshot data. A snapshot is trusted no more than an entry:
+// bad or truncated bytes must stop the node with a clear error, never restore a state that
+// differs from the one the other nodes have.
+
+export class SnapshotError extends Error {
+  constructor(message: string) {
+    super(`lockfsm snapshot: ${message}`);
+    this.name = 'SnapshotError';
+  }
+}
+
+export function fail(message: string): never {
+  throw new SnapshotError(message);
+}
+
+export function readArray(v: unknown, what: string): unknown[] {
+  if (!Array.isArray(v)) fail(`${what} must be an array`);
+  return v;
+}
+
+export function readTuple(v: unknown, length: number, what: string): unknown[] {
+  const a = readArray(v, what);
+  if (a.length !== length) fail(`${what} must have ${length} fields, has ${a.length}`);
+  return a;
+}
+
+export function readUint(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(`${what} must be a non-negative integer`);
+  return v === 0 ? 0 : v;
+}
+
+/** A log index / id / token: 1 ..= maxIndex (nothing can come from an entry not yet applied). */
+export function readIndex(v: unknown, maxIndex: number, what: string): number {
+  const n = readUint(v, what);
+  if (n < 1 || n > maxIndex) fail(`${what} ${n} is outside [1, ${maxIndex}]`);
+  return n;
+}
+
+export function readString(v: unknown, what: string): string {
+  if (typeof v !== 'string') fail(`${what} must be a string`);
+  return v;
+}
+
+export function readBytes(v: unknown, what: string): Uint8Array {
+  if (!(v instanceof Uint8Array)) fail(`${what} must be bytes`);
+  return new Uint8Array(v);
+}
+
+export function readBool(v: unknown, what: string): boolean {
+  if (typeof v !== 'boolean') fail(`${what} must be a boolean`);
+  return v;
+}
+
+export function readObject(v: unknown, what: string): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || v instanceof Uint8Array) {
+    fail(`${what} must be an object`);
+  }
+  return v as Record<string, unknown>;
+}
+
+export function readNullable<T>(v: unknown, read: (v: unknown) => T): T | null {
+  return v === null || v === undefined ? null : read(v);
+}

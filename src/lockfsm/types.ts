@@ -1,0 +1,554 @@
+// The vocabulary of the lock state machine: the commands the Raft log carries, the result
+// each one gives its proposer, the events every node pushes to its clients, and the
+// read-only views the server serves after ReadIndex. Plain data only, so that the codec
+// (msgpackr) and the transport can carry every value as is.
+//
+// Numbers are JS numbers: log indexes, session ids and tokens are all Raft log indexes,
+// which stay far below 2^53.
+
+export type LockMode = 'exclusive' | 'shared';
+
+/** Proof of holding a lock: the lock's name and the fencing token of the caller's grant. */
+export interface Fence {
+  readonly lock: string;
+  readonly token: number;
+}
+
+/**
+ * Fields of every command a client sends for a session (Raft thesis §6.3). `seq` numbers the
+ * session's requests from 1; a retry re-sends the same seq. `ackedSeq` says the client has
+ * received the answers of every seq <= ackedSeq, so the machine may forget them; it must be
+ * lower than `seq`. `fence` makes the command apply only while the session holds `fence.lock`
+ * with exactly `fence.token`.
+ */
+export interface SessionScoped {
+  readonly session: number;
+  readonly seq: number;
+  readonly ackedSeq?: number;
+  readonly fence?: Fence;
+}
+
+// ---- commands ----------------------------------------------------------------------------
+
+export interface OpenSessionCommand {
+  readonly type: 'openSession';
+  readonly ttlMs: number;
+}
+
+export interface CloseSessionCommand extends SessionScoped {
+  readonly type: 'closeSession';
+}
+
+/** Proposed by the leader when a session's lease ran out on its clock. */
+export interface ExpireSessionCommand {
+  readonly type: 'expireSession';
+  readonly session: number;
+}
+
+export interface AcquireCommand extends SessionScoped {
+  readonly type: 'acquire';
+  readonly name: string;
+  readonly mode: LockMode;
+  /** Shared only: at most `limit` holders at once (a counting semaphore). */
+  readonly limit?: number;
+  /** Queue behind the current holders (true) or answer `busy` (false). */
+  readonly wait: boolean;
+  /** How long the lock stays unavailable if this holder's session expires while holding it. */
+  readonly lockDelayMs?: number;
+}
+
+export interface ReleaseCommand extends SessionScoped {
+  readonly type: 'release';
+  readonly name: string;
+  readonly token: number;
+}
+
+export interface CancelWaitCommand extends SessionScoped {
+  readonly type: 'cancelWait';
+  readonly name: string;
+}
+
+/**
+ * Proposed by the leader when a lock-delay timer fires. `since` is the `since` of the
+ * lockDelayStarted event that armed the timer; with it a late proposal from an old timer
+ * cannot end a newer delay. Without it, whatever delay is current ends.
+ */
+export interface LockDelayElapsedCommand {
+  readonly type: 'lockDelayElapsed';
+  readonly name: string;
+  readonly since?: number;
+}
+
+export interface CampaignCommand extends SessionScoped {
+  readonly type: 'campaign';
+  readonly election: string;
+  readonly value: string;
+}
+
+export interface ProclaimCommand extends SessionScoped {
+  readonly type: 'proclaim';
+  readonly election: string;
+  readonly token: number;
+  readonly value: string;
+}
+
+/** With `token`: the leader steps down. Without: a queued candidate withdraws. */
+export interface ResignCommand extends SessionScoped {
+  readonly type: 'resign';
+  readonly election: string;
+  readonly token?: number;
+}
+
+export interface PutCommand extends SessionScoped {
+  readonly type: 'put';
+  readonly key: string;
+  readonly value: Uint8Array;
+  /** Apply only if the key's revision is this (0 = the key must not exist). */
+  readonly ifRevision?: number;
+}
+
+export interface DeleteCommand extends SessionScoped {
+  readonly type: 'delete';
+  readonly key: string;
+  /** Apply only if the key's revision is this (0 = the key must not exist). */
+  readonly ifRevision?: number;
+}
+
+/**
+ * Starts (or asks about) an operation of the idempotency-key ledger. `at` is the leader's
+ * wall clock in ms, stamped into the command when it proposes it: the machine has no clock,
+ * and the ledger needs a time to age abandoned attempts out (see PruneOpsCommand).
+ */
+export interface BeginOpCommand extends SessionScoped {
+  readonly type: 'beginOp';
+  readonly opKey: string;
+  readonly fence: Fence;
+  /** After `inDoubt`: record a new attempt by this holder under the same idempotency key. */
+  readonly retry?: boolean;
+  readonly at: number;
+}
+
+/** `at`: the leader's wall clock in ms when it proposed the command (for retention). */
+export interface CompleteOpCommand extends SessionScoped {
+  readonly type: 'completeOp';
+  readonly opKey: string;
+  readonly result: Uint8Array;
+  readonly fence: Fence;
+  readonly at: number;
+}
+
+/**
+ * Proposed by the leader to enforce ledger retention: drops completed operations whose
+ * `at` is older than `olderThan` and, when `abandonedOlderThan` is given, operations never
+ * completed whose last attempt began before it. `max` bounds the work of one entry.
+ * Both times are the leader's wall clock in ms, like the `at` they are compared with.
+ */
+export interface PruneOpsCommand {
+  readonly type: 'pruneOps';
+  readonly olderThan: number;
+  readonly abandonedOlderThan?: number;
+  readonly max?: number;
+}
+
+export type Command =
+  | OpenSessionCommand
+  | CloseSessionCommand
+  | ExpireSessionCommand
+  | AcquireCommand
+  | ReleaseCommand
+  | CancelWaitCommand
+  | LockDelayElapsedCommand
+  | CampaignCommand
+  | ProclaimCommand
+  | ResignCommand
+  | PutCommand
+  | DeleteCommand
+  | BeginOpCommand
+  | CompleteOpCommand
+  | PruneOpsCommand;
+
+export type CommandType = Command['type'];
+
+/** Commands that carry session/seq and go through the idempotency layer. */
+export type SessionCommand = Extract<Command, SessionScoped>;
+
+// ---- results -----------------------------------------------------------------------------
+
+/**
+ * Error codes, the same strings as the client protocol's so the server can pass them on.
+ * - INVALID_ARGUMENT: malformed command or a field out of range (names, TTLs, seq ...).
+ * - UNKNOWN_SESSION:  no such session (never opened, closed or expired).
+ * - NOT_HOLDER:       release/proclaim/resign by a session that does not hold it with that token.
+ * - FENCED:           the command's fence does not hold right now; nothing changed.
+ * - STALE_SEQUENCE:   seq at or below what the client acknowledged; its answer is forgotten.
+ * - LIMIT_EXCEEDED:   a configured size or count bound (value bytes, pending results ...).
+ * - CONFLICT:         the state forbids it: mode or semaphore-limit mismatch, revision
+ *                     mismatch, not waiting, op already completed, stale lock-delay end ...
+ */
+export type MachineErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'UNKNOWN_SESSION'
+  | 'NOT_HOLDER'
+  | 'FENCED'
+  | 'STALE_SEQUENCE'
+  | 'LIMIT_EXCEEDED'
+  | 'CONFLICT';
+
+export interface MachineError {
+  readonly type: 'error';
+  readonly code: MachineErrorCode;
+  readonly message: string;
+  /** FENCED, NOT_HOLDER, and CONFLICT on locks: the lock's current token, null when free. */
+  readonly currentToken?: number | null;
+  /** CONFLICT on ifRevision: the key's revision now (0 = absent). */
+  readonly currentRevision?: number;
+}
+
+export interface SessionOpenedResult {
+  readonly type: 'session';
+  readonly session: number;
+  readonly ttlMs: number;
+}
+
+export interface OkResult {
+  readonly type: 'ok';
+}
+
+export interface GrantedResult {
+  readonly type: 'granted';
+  readonly token: number;
+  readonly mode: LockMode;
+}
+
+/** position: 1 = first in line. */
+export interface QueuedResult {
+  readonly type: 'queued';
+  readonly position: number;
+}
+
+export interface HolderInfo {
+  readonly session: number;
+  readonly token: number;
+  readonly mode: LockMode;
+}
+
+/** `holders` lists at most BUSY_HOLDERS_SHOWN holders; `holderCount` counts them all. */
+export interface BusyResult {
+  readonly type: 'busy';
+  readonly holders: readonly HolderInfo[];
+  readonly holderCount: number;
+  /** True when the lock is held back by lock-delay (possibly with nobody holding it). */
+  readonly delayed: boolean;
+}
+
+export interface LeaderResult {
+  readonly type: 'leader';
+  readonly token: number;
+}
+
+export interface WrittenResult {
+  readonly type: 'written';
+  readonly revision: number;
+}
+
+/** revision: the index of the delete when the key existed, else 0. */
+export interface DeletedResult {
+  readonly type: 'deleted';
+  readonly existed: boolean;
+  readonly revision: number;
+}
+
+/** First attempt of this operation: run it, passing idempotencyKey to the resource. */
+export interface OpRunResult {
+  readonly type: 'run';
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+}
+
+/** A new attempt of an in-doubt operation, recorded for this holder, same idempotencyKey. */
+export interface OpRetryResult {
+  readonly type: 'retry';
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+}
+
+export interface OpDoneResult {
+  readonly type: 'done';
+  readonly idempotencyKey: string;
+  readonly result: Uint8Array;
+}
+
+/** An attempt began (by `token`) and never completed: it may or may not have happened. */
+export interface OpInDoubtResult {
+  readonly type: 'inDoubt';
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+  readonly token: number;
+}
+
+export interface OpCompletedResult {
+  readonly type: 'completed';
+  readonly idempotencyKey: string;
+}
+
+export interface PrunedResult {
+  readonly type: 'pruned';
+  readonly count: number;
+}
+
+export type AcquireResult = GrantedResult | QueuedResult | BusyResult | MachineError;
+export type CampaignResult = LeaderResult | QueuedResult | MachineError;
+export type BeginOpResult = OpRunResult | OpRetryResult | OpDoneResult | OpInDoubtResult | MachineError;
+
+export type Result =
+  | SessionOpenedResult
+  | OkResult
+  | GrantedResult
+  | QueuedResult
+  | BusyResult
+  | LeaderResult
+  | WrittenResult
+  | DeletedResult
+  | OpRunResult
+  | OpRetryResult
+  | OpDoneResult
+  | OpInDoubtResult
+  | OpCompletedResult
+  | PrunedResult
+  | MachineError;
+
+/** What each command can answer (a replayed answer has the same shape as the first). */
+export interface ResultByCommand {
+  openSession: SessionOpenedResult | MachineError;
+  closeSession: OkResult | MachineError;
+  expireSession: OkResult | MachineError;
+  acquire: AcquireResult;
+  release: OkResult | MachineError;
+  cancelWait: OkResult | MachineError;
+  lockDelayElapsed: OkResult | MachineError;
+  campaign: CampaignResult;
+  proclaim: OkResult | MachineError;
+  resign: OkResult | MachineError;
+  put: WrittenResult | MachineError;
+  delete: DeletedResult | MachineError;
+  beginOp: BeginOpResult;
+  completeOp: OpCompletedResult | MachineError;
+  pruneOps: PrunedResult | MachineError;
+}
+
+export type ResultFor<C extends Command> = ResultByCommand[C['type']];
+
+// ---- events ------------------------------------------------------------------------------
+
+/** The leader starts the session's lease timer (ttlMs) on this. */
+export interface SessionOpenedEvent {
+  readonly type: 'sessionOpened';
+  readonly session: number;
+  readonly ttlMs: number;
+}
+
+export interface SessionClosedEvent {
+  readonly type: 'sessionClosed';
+  readonly session: number;
+}
+
+export interface SessionExpiredEvent {
+  readonly type: 'sessionExpired';
+  readonly session: number;
+}
+
+export interface LockGrantedEvent {
+  readonly type: 'granted';
+  readonly session: number;
+  readonly name: string;
+  readonly token: number;
+  readonly mode: LockMode;
+}
+
+export interface LockQueuedEvent {
+  readonly type: 'queued';
+  readonly session: number;
+  readonly name: string;
+  readonly position: number;
+}
+
+export type ReleaseReason = 'release' | 'close' | 'expire';
+
+export interface LockReleasedEvent {
+  readonly type: 'released';
+  readonly session: number;
+  readonly name: string;
+  readonly token: number;
+  readonly reason: ReleaseReason;
+}
+
+/** The leader arms a timer of delayMs and then proposes lockDelayElapsed{name, since}. */
+export interface LockDelayStartedEvent {
+  readonly type: 'lockDelayStarted';
+  readonly name: string;
+  readonly delayMs: number;
+  readonly since: number;
+}
+
+export interface LockDelayEndedEvent {
+  readonly type: 'lockDelayEnded';
+  readonly name: string;
+  readonly since: number;
+}
+
+export interface ElectionChangedEvent {
+  readonly type: 'electionChanged';
+  readonly election: string;
+  readonly leader: number | null;
+  readonly value: string | null;
+  readonly token: number | null;
+}
+
+/** value null = deleted. revision = index of the write. */
+export interface KvChangedEvent {
+  readonly type: 'kvChanged';
+  readonly key: string;
+  readonly value: Uint8Array | null;
+  readonly revision: number;
+}
+
+export type MachineEvent =
+  | SessionOpenedEvent
+  | SessionClosedEvent
+  | SessionExpiredEvent
+  | LockGrantedEvent
+  | LockQueuedEvent
+  | LockReleasedEvent
+  | LockDelayStartedEvent
+  | LockDelayEndedEvent
+  | ElectionChangedEvent
+  | KvChangedEvent;
+
+/** What apply returns. Treat it as read-only: results are kept for retries. */
+export interface Applied<R extends Result = Result> {
+  readonly result: R;
+  readonly events: MachineEvent[];
+}
+
+// ---- read views --------------------------------------------------------------------------
+
+export interface WaiterInfo {
+  readonly session: number;
+  readonly mode: LockMode;
+  /** 1 = next in line. */
+  readonly position: number;
+}
+
+export interface LockDelayInfo {
+  /** Index of the entry that started the delay (pass it back in lockDelayElapsed). */
+  readonly since: number;
+  readonly delayMs: number;
+}
+
+export interface LockInfo {
+  readonly name: string;
+  /** Mode of the current holders, null when nobody holds it. */
+  readonly mode: LockMode | null;
+  /** Semaphore limit of the shared parties present, null when unlimited or none. */
+  readonly limit: number | null;
+  readonly holders: readonly HolderInfo[];
+  readonly waiters: readonly WaiterInfo[];
+  readonly delayed: boolean;
+  readonly lockDelay: LockDelayInfo | null;
+}
+
+export interface SessionLockInfo {
+  readonly name: string;
+  readonly token: number;
+  readonly mode: LockMode;
+}
+
+export interface SessionWaitInfo {
+  readonly name: string;
+  readonly mode: LockMode;
+}
+
+export interface SessionInfo {
+  readonly id: number;
+  readonly ttlMs: number;
+  /** Locks held, by name. */
+  readonly locks: readonly SessionLockInfo[];
+  /** Locks waited for, by name. */
+  readonly waits: readonly SessionWaitInfo[];
+  /** Elections the session leads or stands in, by name. */
+  readonly elections: readonly string[];
+  /** Answers kept for retries (seq > ackedSeq). */
+  readonly pendingResults: number;
+  /** Highest seq whose answer has been forgotten. */
+  readonly ackedSeq: number;
+}
+
+/** What a new leader needs to run lease timers: no lock lists. */
+export interface SessionLease {
+  readonly session: number;
+  readonly ttlMs: number;
+}
+
+export interface ElectionInfo {
+  readonly election: string;
+  readonly leader: number | null;
+  readonly value: string | null;
+  /** The leader's epoch: index of the entry that made it leader. */
+  readonly token: number | null;
+  /** Queued candidates, next first. */
+  readonly candidates: readonly number[];
+}
+
+export interface KvEntry {
+  readonly key: string;
+  readonly value: Uint8Array;
+  readonly revision: number;
+}
+
+export interface PendingLockDelay {
+  readonly name: string;
+  readonly delayMs: number;
+  readonly since: number;
+}
+
+export type OpState = 'running' | 'done';
+
+export interface OpInfo {
+  readonly opKey: string;
+  readonly idempotencyKey: string;
+  /** The lock whose holders may act on this operation (from its first beginOp). */
+  readonly lock: string;
+  readonly state: OpState;
+  readonly attempt: number;
+  /** Token and session of the latest attempt. */
+  readonly token: number;
+  readonly session: number;
+  /** Leader time (ms) the latest attempt began. */
+  readonly beganAt: number;
+  readonly result: Uint8Array | null;
+  readonly completedAt: number | null;
+}
+
+/** Same fields as PruneOpsCommand: what the leader would propose. */
+export interface PruneCriteria {
+  readonly olderThan: number;
+  readonly abandonedOlderThan?: number;
+  readonly max?: number;
+}
+
+export interface MachineStats {
+  readonly appliedIndex: number;
+  readonly sessions: number;
+  /** Lock records: held, waited for, or in lock-delay. */
+  readonly locks: number;
+  readonly holders: number;
+  readonly waiters: number;
+  readonly locksInDelay: number;
+  readonly elections: number;
+  readonly candidates: number;
+  readonly kvKeys: number;
+  readonly kvBytes: number;
+  readonly ops: number;
+  readonly opsRunning: number;
+  readonly pendingResults: number;
+}
