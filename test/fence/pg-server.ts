@@ -9,10 +9,10 @@
 // Run directly (`node --import tsx test/fence/pg-server.ts`, or scripts/postgres.sh serve)
 // it starts one, prints its connection string and keeps it until Ctrl-C.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
@@ -59,7 +59,7 @@ const INSTALL_HINT =
   'Install them with `apt-get update && apt-get install -y postgresql` ' +
   '(.ci/run does this before `npm test`), or point PG_BIN at a directory that holds them.';
 
-/** The directory with initdb and postgres: $PG_BIN, else the newest /usr/lib/postgresql/<v>/bin. */
+/** The directory with initdb and postgres: $PG_BIN, else the newest /usr/lib/postgresql/<v>/bin, else PATH. */
 export function findPostgresBin(): string {
   const has = (dir: string): boolean => existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'postgres'));
   const fromEnv = process.env['PG_BIN'];
@@ -74,8 +74,16 @@ export function findPostgresBin(): string {
         .sort((a, b) => Number.parseFloat(b) - Number.parseFloat(a))
     : [];
   const newest = versions[0];
-  if (newest === undefined) throw new Error(`PostgreSQL server binaries not found under ${root}/*/bin. ${INSTALL_HINT}`);
-  return join(root, newest, 'bin');
+  if (newest !== undefined) return join(root, newest, 'bin');
+  // Elsewhere than Debian: an initdb on PATH, with postgres beside its real file.
+  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
+    const initdb = join(dir, 'initdb');
+    if (dir && existsSync(initdb)) {
+      const real = dirname(realpathSync(initdb));
+      if (has(real)) return real;
+    }
+  }
+  throw new Error(`PostgreSQL server binaries not found under ${root}/*/bin nor on PATH. ${INSTALL_HINT}`);
 }
 
 interface Account {
