@@ -6,6 +6,8 @@
 //   after(() => server.destroy());
 //   const pool = new pg.Pool(server.poolConfig());
 //
+// or, in a node:test file or suite, `const db = usePostgres({ setup, teardown })`.
+//
 // Run directly (`node --import tsx test/fence/pg-server.ts`, or scripts/postgres.sh serve)
 // it starts one, prints its connection string and keeps it until Ctrl-C.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -15,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
+import { after, before, beforeEach } from 'node:test';
 import pg from 'pg';
 
 export interface PostgresServerOptions {
@@ -281,6 +284,53 @@ export function poolFor(server: PostgresServer, extra: pg.PoolConfig = {}): pg.P
   // they would crash the test process. The next checkout reports the failure instead.
   pool.on('error', () => {});
   return pool;
+}
+
+export interface PostgresFixture {
+  /** The suite's server; read it inside tests and hooks, once `before` has run. */
+  readonly server: PostgresServer;
+}
+
+export interface PostgresFixtureOptions extends PostgresServerOptions {
+  /** Runs once the server is up (create pools, migrate); its failure fails the tests too. */
+  setup?: (server: PostgresServer) => Promise<void>;
+  /** Runs before the server is destroyed (end pools). */
+  teardown?: () => Promise<void>;
+}
+
+/**
+ * Registers node:test hooks that give the enclosing file or suite a server of its own. If
+ * it cannot start (PostgreSQL not installed, say), every test of the suite FAILS with the
+ * reason: node:test would only report tests after a failed `before` as cancelled, and
+ * these tests must never pass by not running.
+ */
+export function usePostgres(opts: PostgresFixtureOptions = {}): PostgresFixture {
+  let server: PostgresServer | undefined;
+  let failure: unknown;
+  before(async () => {
+    try {
+      server = await startPostgres(opts);
+      await opts.setup?.(server);
+    } catch (err) {
+      failure = err;
+    }
+  });
+  beforeEach(() => {
+    if (failure !== undefined) throw failure;
+  });
+  after(async () => {
+    try {
+      if (server !== undefined && failure === undefined) await opts.teardown?.();
+    } finally {
+      await server?.destroy();
+    }
+  });
+  return {
+    get server(): PostgresServer {
+      if (server === undefined) throw new Error('the PostgreSQL fixture is not started (use it inside tests and hooks)');
+      return server;
+    },
+  };
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

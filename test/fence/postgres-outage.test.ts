@@ -1,11 +1,11 @@
 // PostgresFence when the database is not there or goes away: a typed error, nothing written.
 import assert from 'node:assert/strict';
 import { connect, createServer, type Server } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import pg from 'pg';
 import { FenceUnavailableError } from '../../src/fence/index.js';
 import { PostgresFence } from '../../src/fence/postgres.js';
-import { poolFor, startPostgres, type PostgresServer } from './pg-server.js';
+import { poolFor, usePostgres } from './pg-server.js';
 
 function unavailable(maybeCommitted = false) {
   return (e: unknown): boolean => {
@@ -56,16 +56,10 @@ describe('a database that is not there', () => {
 });
 
 describe('a database that goes away', () => {
-  let server: PostgresServer;
-  before(async () => {
-    server = await startPostgres();
-  });
-  after(async () => {
-    await server?.destroy();
-  });
+  const db = usePostgres();
 
   async function readState(): Promise<{ value: string; fence: string }> {
-    const pool = poolFor(server, { max: 1 });
+    const pool = poolFor(db.server, { max: 1 });
     try {
       const r = await pool.query<{ value: string; fence: string }>(
         `SELECT value, (SELECT token::text FROM palisade_fence WHERE resource = 'doc') AS fence FROM doc WHERE id = 1`,
@@ -77,14 +71,14 @@ describe('a database that goes away', () => {
   }
 
   test('stopping mid-transaction: FenceUnavailableError, and after restart neither the write nor the fence moved', async () => {
-    const setup = poolFor(server);
+    const setup = poolFor(db.server);
     await new PostgresFence(setup).migrate();
     await setup.query(`CREATE TABLE doc (id int PRIMARY KEY, value text NOT NULL)`);
     await setup.query(`INSERT INTO doc VALUES (1, 'initial')`);
     await new PostgresFence(setup).write('doc', 1, (tx) => tx.query(`UPDATE doc SET value = 'one' WHERE id = 1`));
     await setup.end();
 
-    const pool = poolFor(server);
+    const pool = poolFor(db.server);
     const fence = new PostgresFence(pool);
     let resume!: () => void;
     const paused = new Promise<void>((resolve) => (resume = resolve));
@@ -96,14 +90,14 @@ describe('a database that goes away', () => {
       await paused; // the server stops here, with the transaction open
     });
     await inside;
-    await server.stop();
+    await db.server.stop();
     resume();
     await assert.rejects(write, unavailable(false));
 
     // While it is down: refused the same way, nothing attempted.
     await assert.rejects(fence.write('doc', 3, async () => assert.fail('fn ran without a database')), unavailable());
 
-    await server.start();
+    await db.server.start();
     assert.deepEqual(await readState(), { value: 'one', fence: '1' });
 
     // The same pool recovers once the server is back.
@@ -113,7 +107,7 @@ describe('a database that goes away', () => {
   });
 
   test('a statement of fn that meets the outage surfaces as FenceUnavailableError too', async () => {
-    const pool = poolFor(server);
+    const pool = poolFor(db.server);
     const fence = new PostgresFence(pool);
     let resume!: () => void;
     const paused = new Promise<void>((resolve) => (resume = resolve));
@@ -125,10 +119,10 @@ describe('a database that goes away', () => {
       await tx.query(`UPDATE doc SET value = 'four' WHERE id = 1`);
     });
     await inside;
-    await server.stop();
+    await db.server.stop();
     resume();
     await assert.rejects(write, unavailable(false));
-    await server.start();
+    await db.server.start();
     assert.deepEqual(await readState(), { value: 'three', fence: '3' });
     await pool.end();
   });
@@ -138,7 +132,7 @@ describe('a database that goes away', () => {
     const COMMIT = Buffer.from('COMMIT\0');
     let cutAfterCommit = false;
     const relay: Server = createServer((downstream) => {
-      const upstream = connect(server.port, server.host);
+      const upstream = connect(db.server.port, db.server.host);
       let committing = false;
       downstream.on('data', (chunk: Buffer) => {
         if (cutAfterCommit && chunk.includes(COMMIT)) committing = true;
@@ -158,7 +152,7 @@ describe('a database that goes away', () => {
     await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
     const address = relay.address();
     const port = typeof address === 'object' && address ? address.port : 0;
-    const pool = new pg.Pool({ ...server.poolConfig(), port });
+    const pool = new pg.Pool({ ...db.server.poolConfig(), port });
     pool.on('error', () => {});
     try {
       const fence = new PostgresFence(pool);

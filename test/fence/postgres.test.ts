@@ -1,28 +1,27 @@
 // PostgresFence against a real PostgreSQL server that this file starts and removes.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type pg from 'pg';
 import { FenceGuard, FenceInputError, MAX_TOKEN, StaleTokenError } from '../../src/fence/index.js';
 import { PostgresFence } from '../../src/fence/postgres.js';
-import { poolFor, startPostgres, type PostgresServer } from './pg-server.js';
+import { poolFor, usePostgres } from './pg-server.js';
 
-let server: PostgresServer;
 let pool: pg.Pool;
 let fence: PostgresFence;
 
-before(async () => {
+usePostgres({
   // Commit timestamps give the history check an order of commits that the server records
   // itself, independent of the locking under test.
-  server = await startPostgres({ settings: { track_commit_timestamp: 'on' } });
-  pool = poolFor(server, { max: 20 });
-  fence = new PostgresFence(pool);
-  await fence.migrate();
-});
-
-after(async () => {
-  await pool?.end();
-  await server?.destroy();
+  settings: { track_commit_timestamp: 'on' },
+  setup: async (server) => {
+    pool = poolFor(server, { max: 20 });
+    fence = new PostgresFence(pool);
+    await fence.migrate();
+  },
+  teardown: async () => {
+    await pool.end();
+  },
 });
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
