@@ -1,0 +1,132 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Driver, TEST_CONFIG } from './driver.js';
+
+describe('sessions', () => {
+  it('opens with the entry index as id and announces the lease to the leader', () => {
+    const d = new Driver();
+    d.m.skip(1);
+    d.index = 1;
+    const r = d.apply({ type: 'openSession', ttlMs: 5000 });
+    assert.deepEqual(r.result, { type: 'session', session: 2, ttlMs: 5000 });
+    assert.deepEqual(r.events, [{ type: 'sessionOpened', session: 2, ttlMs: 5000 }]);
+  });
+
+  it('refuses TTLs outside the bounds or not integers', () => {
+    const d = new Driver();
+    for (const ttlMs of [TEST_CONFIG.minTtlMs - 1, TEST_CONFIG.maxTtlMs + 1, 1500.5, -1, Number.NaN]) {
+      const r = d.apply({ type: 'openSession', ttlMs });
+      assert.equal(r.result.type === 'error' && r.result.code, 'INVALID_ARGUMENT', String(ttlMs));
+    }
+    assert.equal(d.apply({ type: 'openSession', ttlMs: TEST_CONFIG.minTtlMs }).result.type, 'session');
+    assert.equal(d.apply({ type: 'openSession', ttlMs: TEST_CONFIG.maxTtlMs }).result.type, 'session');
+    assert.equal(d.m.stats().sessions, 2);
+    assert.equal(d.m.appliedIndex, 7, 'failed entries still advance appliedIndex');
+  });
+});
+
+describe('idempotency (client sessions, thesis §6.3)', () => {
+  it('a retried acquire answers the first result and changes nothing, even after the lock moved', () => {
+    const d = new Driver();
+    const [a, b] = [d.open(), d.open()];
+    const first = d.apply({ type: 'acquire', session: a, seq: 1, name: 'x', mode: 'exclusive', wait: false });
+    const t = Driver.token(first.result);
+    const retry = d.apply({ type: 'acquire', session: a, seq: 1, name: 'x', mode: 'exclusive', wait: false });
+    assert.deepEqual(retry.result, first.result);
+    assert.deepEqual(retry.events, []);
+    d.apply({ type: 'release', session: a, seq: 2, name: 'x', token: t });
+    d.apply({ type: 'acquire', session: b, seq: 1, name: 'x', mode: 'exclusive', wait: true });
+    const late = d.apply({ type: 'acquire', session: a, seq: 1, name: 'x', mode: 'exclusive', wait: false });
+    assert.deepEqual(late.result, first.result, 'the stored answer, not a new grant');
+    assert.deepEqual(late.events, []);
+    assert.deepEqual(d.holders('x'), [[b, d.index - 1, 'exclusive']]);
+  });
+
+  it('a retried queued acquire never queues twice', () => {
+    const d = new Driver();
+    const [a, b] = [d.open(), d.open()];
+    d.acquire(a, 'x');
+    const q = d.apply({ type: 'acquire', session: b, seq: 1, name: 'x', mode: 'exclusive', wait: true });
+    for (let i = 0; i < 3; i++) {
+      const again = d.apply({ type: 'acquire', session: b, seq: 1, name: 'x', mode: 'exclusive', wait: true });
+      assert.deepEqual(again.result, q.result);
+    }
+    assert.deepEqual(d.waiters('x'), [b]);
+  });
+
+  it('requests may be applied out of order; each seq is answered once', () => {
+    const d = new Driver();
+    const a = d.open();
+    const r3 = d.apply({ type: 'acquire', session: a, seq: 3, name: 'c', mode: 'exclusive', wait: true });
+    const r1 = d.apply({ type: 'acquire', session: a, seq: 1, name: 'a', mode: 'exclusive', wait: true });
+    const r2 = d.apply({ type: 'acquire', session: a, seq: 2, name: 'b', mode: 'exclusive', wait: true });
+    assert.equal(r1.result.type, 'granted');
+    assert.equal(r2.result.type, 'granted');
+    assert.equal(r3.result.type, 'granted');
+    assert.deepEqual(d.apply({ type: 'acquire', session: a, seq: 1, name: 'a', mode: 'exclusive', wait: true }).result, r1.result);
+    assert.equal(d.m.session(a)?.pendingResults, 3);
+  });
+
+  it('ackedSeq forgets answers; a forgotten seq answers STALE_SEQUENCE', () => {
+    const d = new Driver();
+    const a = d.open();
+    d.apply({ type: 'acquire', session: a, seq: 1, name: 'a', mode: 'exclusive', wait: true });
+    d.apply({ type: 'acquire', session: a, seq: 2, name: 'b', mode: 'exclusive', wait: true });
+    d.apply({ type: 'acquire', session: a, seq: 3, name: 'c', mode: 'exclusive', wait: true, ackedSeq: 2 });
+    assert.equal(d.m.session(a)?.pendingResults, 1);
+    assert.equal(d.m.session(a)?.ackedSeq, 2);
+    const stale = d.apply({ type: 'acquire', session: a, seq: 2, name: 'b', mode: 'exclusive', wait: true });
+    assert.equal(stale.result.type === 'error' && stale.result.code, 'STALE_SEQUENCE');
+    assert.deepEqual(stale.events, []);
+    assert.equal(d.m.stats().pendingResults, 1);
+  });
+
+  it('refuses ackedSeq >= seq', () => {
+    const d = new Driver();
+    const a = d.open();
+    const r = d.apply({ type: 'acquire', session: a, seq: 2, ackedSeq: 2, name: 'a', mode: 'exclusive', wait: true });
+    assert.equal(r.result.type === 'error' && r.result.code, 'INVALID_ARGUMENT');
+  });
+
+  it('bounds unacknowledged answers per session; acknowledging makes room', () => {
+    const d = new Driver({ ...TEST_CONFIG, maxPendingResultsPerSession: 2 });
+    const a = d.open();
+    d.apply({ type: 'acquire', session: a, seq: 1, name: 'a', mode: 'exclusive', wait: true });
+    d.apply({ type: 'acquire', session: a, seq: 2, name: 'b', mode: 'exclusive', wait: true });
+    const full = d.apply({ type: 'acquire', session: a, seq: 3, name: 'c', mode: 'exclusive', wait: true });
+    assert.equal(full.result.type === 'error' && full.result.code, 'LIMIT_EXCEEDED');
+    assert.equal(d.m.lock('c'), null, 'refused requests change nothing');
+    const retry = d.apply({ type: 'acquire', session: a, seq: 3, ackedSeq: 1, name: 'c', mode: 'exclusive', wait: true });
+    assert.equal(retry.result.type, 'granted', 'the refusal is not remembered: the retry runs once room is made');
+  });
+
+  it('refuses a seq reused by a different command', () => {
+    const d = new Driver();
+    const a = d.open();
+    d.apply({ type: 'acquire', session: a, seq: 1, name: 'a', mode: 'exclusive', wait: true });
+    const r = d.apply({ type: 'cancelWait', session: a, seq: 1, name: 'a' });
+    assert.equal(r.result.type === 'error' && r.result.code, 'INVALID_ARGUMENT');
+  });
+
+  it('a retried release answers ok again and never releases a later grant', () => {
+    const d = new Driver();
+    const a = d.open();
+    const t = Driver.token(d.apply({ type: 'acquire', session: a, seq: 1, name: 'x', mode: 'exclusive', wait: true }).result);
+    assert.deepEqual(d.apply({ type: 'release', session: a, seq: 2, name: 'x', token: t }).result, { type: 'ok' });
+    const t2 = Driver.token(d.apply({ type: 'acquire', session: a, seq: 3, name: 'x', mode: 'exclusive', wait: true }).result);
+    const retry = d.apply({ type: 'release', session: a, seq: 2, name: 'x', token: t });
+    assert.deepEqual(retry.result, { type: 'ok' });
+    assert.deepEqual(retry.events, []);
+    assert.deepEqual(d.holders('x'), [[a, t2, 'exclusive']]);
+  });
+
+  it('errors are remembered too: a retry answers the same error', () => {
+    const d = new Driver();
+    const [a, b] = [d.open(), d.open()];
+    const t = Driver.token(d.acquire(a, 'x').result);
+    const first = d.apply({ type: 'release', session: b, seq: 1, name: 'x', token: t });
+    d.release(a, 'x', t);
+    d.acquire(b, 'x');
+    assert.deepEqual(d.apply({ type: 'release', session: b, seq: 1, name: 'x', token: t }).result, first.result);
+  });
+});
