@@ -1,0 +1,120 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Packr, Unpackr } from 'msgpackr';
+import { LockMachine, SnapshotError, type Command } from '../../src/lockfsm/index.js';
+import { bytes, Driver, TEST_CONFIG } from './driver.js';
+
+/** A machine with something in every table. */
+function busyMachine(): Driver {
+  const d = new Driver();
+  const [a, b, c] = [d.open(), d.open(), d.open()];
+  const t = Driver.token(d.acquire(a, 'x', { lockDelayMs: 50 }).result);
+  d.acquire(b, 'x');
+  d.acquire(c, 'pool', { mode: 'shared', limit: 2 });
+  d.acquire(b, 'pool', { mode: 'shared', limit: 2 });
+  d.acquire(a, 'pool', { mode: 'shared', limit: 2 });
+  d.acquire(c, 'gone', { lockDelayMs: 1000 });
+  d.expire(c); // 'gone' in delay, with nobody; 'pool' grants a
+  d.apply({ type: 'campaign', session: a, seq: d.seq(a), election: 'svc', value: 'va' });
+  d.apply({ type: 'campaign', session: b, seq: d.seq(b), election: 'svc', value: 'vb' });
+  d.apply({ type: 'put', session: a, seq: d.seq(a), key: 'k', value: bytes(1, 2, 3), fence: { lock: 'x', token: t } });
+  d.apply({ type: 'beginOp', session: a, seq: d.seq(a), opKey: 'o1', fence: { lock: 'x', token: t }, at: 10 });
+  d.apply({ type: 'beginOp', session: a, seq: d.seq(a), opKey: 'o2', fence: { lock: 'x', token: t }, at: 11 });
+  d.apply({
+    type: 'completeOp',
+    session: a,
+    seq: d.seq(a),
+    opKey: 'o2',
+    fence: { lock: 'x', token: t },
+    result: bytes(4),
+    at: 12,
+  });
+  return d;
+}
+
+describe('snapshot and restore', () => {
+  it('restores the full state: reads, stats and the next snapshot are identical', () => {
+    const d = busyMachine();
+    const snap = d.m.snapshot();
+    const r = LockMachine.restore(snap, TEST_CONFIG);
+    assert.deepEqual(r.snapshot(), snap);
+    assert.deepEqual(r.stats(), d.m.stats());
+    assert.equal(r.appliedIndex, d.m.appliedIndex);
+    for (const name of ['x', 'pool', 'gone']) assert.deepEqual(r.lock(name), d.m.lock(name), name);
+    assert.deepEqual([...r.sessions()], [...d.m.sessions()]);
+    assert.deepEqual(r.election('svc'), d.m.election('svc'));
+    assert.deepEqual(r.kvGet('k'), d.m.kvGet('k'));
+    assert.deepEqual(r.op('o1'), d.m.op('o1'));
+    assert.deepEqual(r.op('o2'), d.m.op('o2'));
+    assert.deepEqual([...r.pendingLockDelays()], [...d.m.pendingLockDelays()]);
+  });
+
+  it('a restored machine answers retries and later entries exactly like the original', () => {
+    const d = busyMachine();
+    const r = LockMachine.restore(d.m.snapshot(), TEST_CONFIG);
+    const a = 1;
+    const rest: Command[] = [
+      { type: 'beginOp', session: a, seq: 13, opKey: 'o2', fence: { lock: 'x', token: 4 }, at: 1 }, // new
+      { type: 'completeOp', session: a, seq: 12, opKey: 'o2', fence: { lock: 'x', token: 4 }, result: bytes(4), at: 12 }, // retry
+      { type: 'closeSession', session: a, seq: 14 },
+      { type: 'lockDelayElapsed', name: 'gone' },
+      { type: 'expireSession', session: 2 },
+    ];
+    let index = d.m.appliedIndex;
+    for (const cmd of rest) {
+      index++;
+      assert.deepEqual(r.apply(index, cmd), d.m.apply(index, cmd), cmd.type);
+    }
+    assert.deepEqual(r.snapshot(), d.m.snapshot());
+  });
+
+  it('reads Node Buffers (as storage hands them back)', () => {
+    const d = busyMachine();
+    const r = LockMachine.restore(Buffer.from(d.m.snapshot()), TEST_CONFIG);
+    assert.deepEqual(r.snapshot(), d.m.snapshot());
+    assert.equal(Object.getPrototypeOf(r.kvGet('k')!.value), Uint8Array.prototype);
+  });
+
+  it('an empty machine round-trips', () => {
+    const m = new LockMachine(TEST_CONFIG);
+    assert.deepEqual(LockMachine.restore(m.snapshot(), TEST_CONFIG).stats(), m.stats());
+  });
+
+  it('bad bytes are a clear SnapshotError, never a silent reset', () => {
+    const snap = busyMachine().m.snapshot();
+    const packr = new Packr({ useRecords: false });
+    const cases: [string, Uint8Array][] = [
+      ['empty', new Uint8Array()],
+      ['garbage', bytes(0xc1, 2, 3)],
+      ['another format', packr.pack({ format: 'etcd', version: 1 })],
+      ['future version', packr.pack({ ...(new Unpackr().unpack(snap) as object), version: 2 })],
+      ['trailing bytes', new Uint8Array([...snap, 0])],
+    ];
+    for (const [what, data] of cases) assert.throws(() => LockMachine.restore(data, TEST_CONFIG), SnapshotError, what);
+    for (let cut = 0; cut < snap.length; cut += 7) {
+      assert.throws(() => LockMachine.restore(snap.subarray(0, cut), TEST_CONFIG), SnapshotError, `cut at ${cut}`);
+    }
+  });
+
+  it('inconsistent contents are refused', () => {
+    const d = busyMachine();
+    const body = new Unpackr({ mapsAsObjects: true }).unpack(d.m.snapshot()) as Record<string, unknown[]>;
+    const packr = new Packr({ useRecords: false });
+    const mutate = (f: (b: Record<string, unknown[]>) => void): Uint8Array => {
+      const copy = structuredClone(body);
+      f(copy);
+      return packr.pack(copy);
+    };
+    const cases: [string, Uint8Array][] = [
+      ['holder of a missing session', mutate((b) => ((b.locks![0] as unknown[])[4] = [[999, 4, 0, 0]]))],
+      ['token from the future', mutate((b) => ((b.locks![0] as unknown[])[4] = [[1, 10_000, 0, 0]]))],
+      ['two exclusive holders', mutate((b) => ((b.locks![0] as unknown[])[4] = [[1, 4, 0, 0], [2, 4, 0, 0]]))],
+      ['duplicate session', mutate((b) => b.sessions!.push(b.sessions![0]))],
+      ['bad mode flag', mutate((b) => ((b.locks![0] as unknown[])[4] = [[1, 4, 7, 0]]))],
+      ['missing kv', mutate((b) => delete b.kv)],
+      ['kv not an array', mutate((b) => ((b as Record<string, unknown>).kv = 'x'))],
+      ['over the limit', mutate((b) => ((b.locks![1] as unknown[])[1] = 1))],
+    ];
+    for (const [what, data] of cases) assert.throws(() => LockMachine.restore(data, TEST_CONFIG), SnapshotError, what);
+  });
+});
