@@ -10,6 +10,24 @@
 
 export const PROTOCOL_VERSION = 1;
 
+/** Most UTF-8 bytes in any string field (names, keys, prefixes, election values, tokens). */
+export const MAX_STRING_BYTES = 4096;
+
+/** The largest frame a node accepts from a client unless configured otherwise. */
+export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+
+/** WebSocket close codes a node closes a client connection with (docs/protocol.md). */
+export const CLOSE_CODES = {
+  /** The node is shutting down or the connection is no longer wanted. */
+  GOING_AWAY: 1001,
+  /** A text frame: the protocol speaks binary frames only. */
+  UNSUPPORTED_DATA: 1003,
+  /** A frame that is not one msgpack value, or carries no usable request id. */
+  BAD_FRAME: 1007,
+  /** A frame larger than the node accepts (after a FRAME_TOO_LARGE error when the id was readable). */
+  FRAME_TOO_LARGE: 1009,
+} as const;
+
 /** Error codes a node answers with. NOT_LEADER never reaches SDK users: the SDK retries. */
 export type ErrorCode =
   | 'BAD_FRAME' // undecodable or not an object

@@ -1,0 +1,304 @@
+// The client port: a ws server whose connections hand the server layer VALIDATED requests
+// and carry its responses and events back. Everything a client can get wrong is handled
+// here, so the node behind it only ever sees well-formed Requests:
+//   - a frame that decodes and carries a readable id but is not a valid request is answered
+//     with an error (BAD_FRAME, UNKNOWN_OP, INVALID_ARGUMENT) and the connection stays up;
+//   - a frame with no readable id (garbage, not a map) closes the connection (1007), as does
+//     a text frame (1003);
+//   - a frame over the size limit is answered FRAME_TOO_LARGE when its id is readable, then
+//     the connection is closed (1009);
+//   - a client that does not read what it is sent is disconnected once too much is queued.
+import { EventEmitter } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from './client-protocol.js';
+import { FrameError, decodeFrame, encodeFrame } from './codec.js';
+import { isRequestError, parseRequest, recoverRequestId } from './validate.js';
+
+export interface ClientServerOptions {
+  readonly host: string;
+  /** 0 picks a free port; address() tells which. */
+  readonly port: number;
+  readonly logger: Logger;
+  /** Called once per accepted connection, before any of its requests arrive. */
+  readonly onConnection: (conn: ClientConnection) => void;
+  /** Largest frame accepted from a client. Default DEFAULT_MAX_FRAME_BYTES (1 MiB). */
+  readonly maxFrameBytes?: number;
+  /** A client with more than this queued and unread is disconnected. Default 16 MiB. */
+  readonly maxBufferedBytes?: number;
+}
+
+export interface ClientConnectionEvents {
+  request: [req: Request];
+  close: [code: number, reason: string];
+}
+
+export interface ClientServerStats {
+  connections: number;
+  requests: number;
+  /** Requests answered with BAD_FRAME/UNKNOWN_OP/INVALID_ARGUMENT by validation. */
+  invalidRequests: number;
+  /** Connections closed for undecodable, id-less or text frames. */
+  badFrameCloses: number;
+  oversizeFrames: number;
+  slowConsumerDisconnects: number;
+}
+
+const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+/** ws is allowed somewhat more than our limit, so that an oversize frame can still be read
+ *  for its id and answered; beyond this ws itself closes the connection with 1009. */
+const HARD_LIMIT_FACTOR = 2;
+/** How long a close handshake may take before the socket is cut. */
+const CLOSE_GRACE_MS = 2000;
+
+/** One client's connection. Listen to 'request' and 'close'; answer with send(). */
+export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
+  private closed = false;
+
+  /** @internal constructed by ClientServer */
+  constructor(
+    readonly id: number,
+    readonly remoteAddress: string,
+    private readonly ws: WebSocket,
+    private readonly server: ClientServerInternals,
+  ) {
+    super();
+  }
+
+  get isOpen(): boolean {
+    return !this.closed && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** Bytes queued for this client and not yet written to the network. */
+  get bufferedAmount(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  /**
+   * Send a response or event. False when the connection is gone, or when the client had
+   * fallen so far behind that it was disconnected.
+   */
+  send(frame: ServerFrame): boolean {
+    if (!this.isOpen) return false;
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeFrame(frame);
+    } catch (err) {
+      this.server.log.error({ err, conn: this.id }, 'cannot encode a server frame');
+      return false;
+    }
+    this.ws.send(bytes, { binary: true });
+    if (this.ws.bufferedAmount > this.server.maxBufferedBytes) {
+      // A client that does not read would make the node hold its responses forever. A close
+      // frame would sit behind the unread data, so the socket is cut.
+      this.server.log.warn(
+        { conn: this.id, remote: this.remoteAddress, buffered: this.ws.bufferedAmount },
+        'client does not read its responses; disconnecting',
+      );
+      this.server.stats.slowConsumerDisconnects += 1;
+      this.ws.terminate();
+      return false;
+    }
+    return true;
+  }
+
+  close(code: number = CLOSE_CODES.GOING_AWAY, reason = ''): void {
+    if (this.closed) return;
+    closeGracefully(this.ws, code, reason);
+  }
+
+  /** @internal */
+  handleMessage(data: RawData, isBinary: boolean): void {
+    if (!this.isOpen) return; // closing: what the client still sends is not served
+    const s = this.server;
+    if (!isBinary) {
+      s.stats.badFrameCloses += 1;
+      this.closeForBadFrame(CLOSE_CODES.UNSUPPORTED_DATA, 'BAD_FRAME: binary frames only');
+      return;
+    }
+    const bytes = rawBytes(data);
+    if (bytes.length > s.maxFrameBytes) {
+      s.stats.oversizeFrames += 1;
+      const id = readIdLeniently(bytes);
+      s.log.warn({ conn: this.id, remote: this.remoteAddress, bytes: bytes.length, limit: s.maxFrameBytes }, 'client frame too large');
+      if (id !== undefined) this.sendError(id, 'FRAME_TOO_LARGE', `frame of ${bytes.length} bytes exceeds the limit of ${s.maxFrameBytes}`);
+      this.closeForBadFrame(CLOSE_CODES.FRAME_TOO_LARGE, 'FRAME_TOO_LARGE');
+      return;
+    }
+    let frame: unknown;
+    try {
+      frame = decodeFrame(bytes);
+    } catch (err) {
+      s.stats.badFrameCloses += 1;
+      const reason = err instanceof FrameError ? err.message : 'undecodable frame';
+      this.closeForBadFrame(CLOSE_CODES.BAD_FRAME, `BAD_FRAME: ${reason}`);
+      return;
+    }
+    const parsed = parseRequest(frame);
+    if (isRequestError(parsed)) {
+      if (parsed.id === undefined) {
+        s.stats.badFrameCloses += 1;
+        this.closeForBadFrame(CLOSE_CODES.BAD_FRAME, `BAD_FRAME: ${parsed.error.message}`);
+      } else {
+        s.stats.invalidRequests += 1;
+        this.send({ id: parsed.id, ok: false, error: parsed.error });
+      }
+      return;
+    }
+    s.stats.requests += 1;
+    try {
+      this.emit('request', parsed);
+    } catch (err) {
+      // The request handler's bug; answer so the client does not wait forever.
+      s.log.error({ err, conn: this.id, op: parsed.op }, 'client request handler threw');
+      this.sendError(parsed.id, 'INTERNAL', 'internal error');
+    }
+  }
+
+  /** @internal */
+  handleClose(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.emit('close', code, reason);
+    } catch (err) {
+      this.server.log.error({ err, conn: this.id }, 'client close handler threw');
+    }
+  }
+
+  private sendError(id: number, code: ErrorCode, message: string): void {
+    this.send({ id, ok: false, error: { code, message } });
+  }
+
+  private closeForBadFrame(code: number, reason: string): void {
+    this.server.log.info({ conn: this.id, remote: this.remoteAddress, code, reason }, 'closing client connection');
+    closeGracefully(this.ws, code, reason);
+  }
+}
+
+/** What a connection needs from its server. */
+interface ClientServerInternals {
+  readonly log: Logger;
+  readonly maxFrameBytes: number;
+  readonly maxBufferedBytes: number;
+  readonly stats: ClientServerStats;
+}
+
+export class ClientServer {
+  private wss: WebSocketServer | null = null;
+  private readonly connections = new Map<number, { conn: ClientConnection; ws: WebSocket }>();
+  private nextId = 1;
+  private readonly internals: ClientServerInternals;
+
+  constructor(private readonly options: ClientServerOptions) {
+    this.internals = {
+      log: options.logger.child({ component: 'client-server' }),
+      maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+      stats: { connections: 0, requests: 0, invalidRequests: 0, badFrameCloses: 0, oversizeFrames: 0, slowConsumerDisconnects: 0 },
+    };
+  }
+
+  async start(): Promise<{ host: string; port: number }> {
+    if (this.wss) throw new Error('ClientServer already started');
+    const wss = new WebSocketServer({
+      host: this.options.host,
+      port: this.options.port,
+      maxPayload: this.internals.maxFrameBytes * HARD_LIMIT_FACTOR,
+      perMessageDeflate: false,
+      clientTracking: false,
+    });
+    await new Promise<void>((resolve, reject) => {
+      wss.once('listening', resolve);
+      wss.once('error', reject);
+    });
+    wss.on('error', (err) => this.internals.log.error({ err }, 'client listener failed'));
+    wss.on('connection', (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'));
+    this.wss = wss;
+    return this.address();
+  }
+
+  address(): { host: string; port: number } {
+    const a = this.wss?.address();
+    if (!a || typeof a === 'string') throw new Error('ClientServer is not listening');
+    return { host: (a as AddressInfo).address, port: (a as AddressInfo).port };
+  }
+
+  connectionCount(): number {
+    return this.connections.size;
+  }
+
+  stats(): ClientServerStats {
+    return { ...this.internals.stats };
+  }
+
+  /** Close every connection (1001) and stop listening. */
+  async stop(): Promise<void> {
+    const wss = this.wss;
+    if (!wss) return;
+    this.wss = null;
+    const closing = [...this.connections.values()].map(
+      ({ ws }) => new Promise<void>((resolve) => {
+        if (ws.readyState === WebSocket.CLOSED) return resolve();
+        ws.once('close', () => resolve());
+        closeGracefully(ws, CLOSE_CODES.GOING_AWAY, 'node stopping');
+      }),
+    );
+    await Promise.all(closing);
+    await new Promise<void>((resolve) => wss.close(() => resolve()));
+  }
+
+  private accept(ws: WebSocket, remote: string): void {
+    if (!this.wss) {
+      ws.terminate();
+      return;
+    }
+    const conn = new ClientConnection(this.nextId++, remote, ws, this.internals);
+    this.connections.set(conn.id, { conn, ws });
+    this.internals.stats.connections += 1;
+    ws.on('message', (data, isBinary) => conn.handleMessage(data, isBinary));
+    ws.on('error', (err) => this.internals.log.info({ conn: conn.id, remote, err: err.message }, 'client socket error'));
+    ws.on('close', (code, reason) => {
+      this.connections.delete(conn.id);
+      conn.handleClose(code, reason.toString());
+    });
+    try {
+      this.options.onConnection(conn);
+    } catch (err) {
+      this.internals.log.error({ err, conn: conn.id }, 'onConnection handler threw; closing the connection');
+      closeGracefully(ws, 1011, 'internal error');
+    }
+  }
+}
+
+function rawBytes(data: RawData): Uint8Array {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  return data;
+}
+
+/** The id of an oversize frame, if it decodes at all (it is closed either way). */
+function readIdLeniently(bytes: Uint8Array): number | undefined {
+  try {
+    return recoverRequestId(decodeFrame(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/** ws close reasons are limited to 123 bytes. */
+function shortReason(reason: string): string {
+  const buf = Buffer.from(reason, 'utf8');
+  return buf.length <= 123 ? reason : buf.subarray(0, 120).toString('utf8').replace(/\uFFFD$/, '') + '...';
+}
+
+/** Close with a code the client can read; cut the socket if the close handshake stalls
+ *  (a client that stopped reading never answers it). */
+function closeGracefully(ws: WebSocket, code: number, reason: string): void {
+  if (ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) return;
+  ws.close(code, shortReason(reason));
+  const timer = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
+  timer.unref();
+  ws.once('close', () => clearTimeout(timer));
+}

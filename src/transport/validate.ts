@@ -1,0 +1,402 @@
+// Validation of client-protocol frames, on both ends: parseRequest for the node (what a
+// client sent), parseServerFrame for the SDK (what a node sent). Pure functions that accept
+// ANY value (decodeFrame's output, or worse) and never throw: a frame is either returned as
+// a freshly built, well-typed value holding only the fields the protocol defines, or
+// described as an error.
+import {
+  MAX_STRING_BYTES,
+  OPS,
+  type ErrorCode,
+  type Fence,
+  type LockMode,
+  type Op,
+  type Request,
+  type Response,
+  type ServerEvent,
+  type ServerFrame,
+  type WireError,
+} from './client-protocol.js';
+
+export interface RequestError {
+  /** The request's id when it could be read, so the error can be answered to it. */
+  readonly id?: number;
+  readonly error: WireError;
+}
+
+export type ParsedRequest = Request | RequestError;
+
+export function isRequestError(r: ParsedRequest): r is RequestError {
+  return 'error' in r;
+}
+
+/** A server frame the SDK cannot use; `id` when a response's id was readable. */
+export interface InvalidServerFrame {
+  readonly invalid: string;
+  readonly id?: number;
+}
+
+export type ParsedServerFrame = ServerFrame | InvalidServerFrame;
+
+export function isInvalidServerFrame(f: ParsedServerFrame): f is InvalidServerFrame {
+  return 'invalid' in f;
+}
+
+const OP_SET: ReadonlySet<string> = new Set(OPS);
+
+const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  'BAD_FRAME',
+  'FRAME_TOO_LARGE',
+  'UNKNOWN_OP',
+  'INVALID_ARGUMENT',
+  'UNAUTHENTICATED',
+  'PERMISSION_DENIED',
+  'NOT_LEADER',
+  'UNAVAILABLE',
+  'TIMEOUT',
+  'UNKNOWN_SESSION',
+  'NOT_HOLDER',
+  'FENCED',
+  'STALE_SEQUENCE',
+  'LIMIT_EXCEEDED',
+  'CONFLICT',
+  'RATE_LIMITED',
+  'INTERNAL',
+]);
+
+// ---- field readers ---------------------------------------------------------------------------
+
+/** Thrown inside this module only; parse functions turn it into a returned error. */
+class Invalid extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Obj = Readonly<Record<string, unknown>>;
+
+function isPlainObject(x: unknown): x is Obj {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return false;
+  const proto: unknown = Object.getPrototypeOf(x);
+  return proto === Object.prototype || proto === null;
+}
+
+function isUint(x: unknown, min = 0): x is number {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= min;
+}
+
+function utf8Length(s: string): number {
+  return Buffer.byteLength(s, 'utf8');
+}
+
+/** Reads the fields of one map; `where` prefixes error messages ("acquire", "fence"...). */
+class Fields {
+  constructor(
+    private readonly obj: Obj,
+    private readonly where: string,
+  ) {}
+
+  /** An own property; absent and nil are the same (other languages often send nil). */
+  private get(name: string): unknown {
+    const v = Object.prototype.hasOwnProperty.call(this.obj, name) ? this.obj[name] : undefined;
+    return v === null ? undefined : v;
+  }
+
+  private fail(name: string, expected: string): never {
+    throw new Invalid('INVALID_ARGUMENT', `${this.where}.${name}: expected ${expected}`);
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+
+  uint(name: string, min = 0): number {
+    const v = this.get(name);
+    if (!isUint(v, min)) this.fail(name, min === 0 ? 'a non-negative integer' : `an integer >= ${min}`);
+    return v;
+  }
+
+  optUint(name: string, min = 0): number | undefined {
+    return this.has(name) ? this.uint(name, min) : undefined;
+  }
+
+  /** A string of at most MAX_STRING_BYTES UTF-8 bytes; `nonEmpty` for names and keys. */
+  string(name: string, nonEmpty: boolean): string {
+    const v = this.get(name);
+    if (typeof v !== 'string' || (nonEmpty && v.length === 0) || utf8Length(v) > MAX_STRING_BYTES) {
+      this.fail(name, `a string of ${nonEmpty ? 1 : 0} to ${MAX_STRING_BYTES} UTF-8 bytes`);
+    }
+    return v;
+  }
+
+  optString(name: string, nonEmpty: boolean): string | undefined {
+    return this.has(name) ? this.string(name, nonEmpty) : undefined;
+  }
+
+  bool(name: string): boolean {
+    const v = this.get(name);
+    if (typeof v !== 'boolean') this.fail(name, 'a boolean');
+    return v;
+  }
+
+  optBool(name: string): boolean | undefined {
+    return this.has(name) ? this.bool(name) : undefined;
+  }
+
+  bytes(name: string): Uint8Array {
+    const v = this.get(name);
+    if (!(v instanceof Uint8Array)) this.fail(name, 'binary (msgpack bin)');
+    return v;
+  }
+
+  /** A field that is nil/absent or else a value of the given reader. */
+  orNull<T>(name: string, read: (name: string) => T): T | null {
+    return this.has(name) ? read(name) : null;
+  }
+
+  oneOf<T extends string>(name: string, values: readonly T[]): T {
+    const v = this.get(name);
+    if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) this.fail(name, `one of ${values.join(', ')}`);
+    return v as T;
+  }
+
+  mode(name: string): LockMode {
+    return this.oneOf<LockMode>(name, ['exclusive', 'shared']);
+  }
+
+  fence(name: string): Fence {
+    const v = this.get(name);
+    if (!isPlainObject(v)) this.fail(name, 'a map {lock, token}');
+    const f = new Fields(v, `${this.where}.${name}`);
+    return { lock: f.string('lock', true), token: f.uint('token', 1) };
+  }
+
+  optFence(name: string): Fence | undefined {
+    return this.has(name) ? this.fence(name) : undefined;
+  }
+
+  /** The (session, seq, ackedSeq) triple of session-scoped writes. */
+  sequenced(): { session: number; seq: number; ackedSeq?: number } {
+    const session = this.uint('session', 1);
+    const seq = this.uint('seq', 1);
+    const ackedSeq = this.optUint('ackedSeq');
+    if (ackedSeq !== undefined && ackedSeq >= seq) this.fail('ackedSeq', `an integer below seq (${seq})`);
+    return withoutUndefined({ session, seq, ackedSeq });
+  }
+}
+
+/** Optional fields are left out rather than set to undefined. */
+function withoutUndefined<T extends object>(o: T): T {
+  for (const key of Object.keys(o) as (keyof T)[]) if (o[key] === undefined) delete o[key];
+  return o;
+}
+
+// ---- requests ---------------------------------------------------------------------------------
+
+/** The id of a frame that looks like a request, if it has a usable one. */
+export function recoverRequestId(x: unknown): number | undefined {
+  try {
+    if (!isPlainObject(x)) return undefined;
+    const id = Object.prototype.hasOwnProperty.call(x, 'id') ? x.id : undefined;
+    return isUint(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function parseRequest(x: unknown): ParsedRequest {
+  let id: number | undefined;
+  try {
+    if (!isPlainObject(x)) return { error: wireError('BAD_FRAME', 'a request must be a map') };
+    id = recoverRequestId(x);
+    if (id === undefined) return { error: wireError('BAD_FRAME', 'a request needs an id: a non-negative integer') };
+    const op = x.op;
+    if (typeof op !== 'string') return { id, error: wireError('BAD_FRAME', 'a request needs an op: a string') };
+    if (!OP_SET.has(op)) return { id, error: wireError('UNKNOWN_OP', `unknown op "${op.slice(0, 64)}"`) };
+    return parseOp(id, op as Op, new Fields(x, op));
+  } catch (err) {
+    if (err instanceof Invalid) return withoutUndefined({ id, error: wireError(err.code, err.message) });
+    // Only hostile objects (getters, proxies) get here; decoded frames never do.
+    return withoutUndefined({ id, error: wireError('BAD_FRAME', 'unreadable request') });
+  }
+}
+
+function parseOp(id: number, op: Op, f: Fields): Request {
+  switch (op) {
+    case 'hello':
+      return withoutUndefined({ id, op, version: f.uint('version'), token: f.optString('token', false) });
+    case 'status':
+      return { id, op };
+    case 'openSession':
+      return withoutUndefined({ id, op, ttlMs: f.optUint('ttlMs', 1) });
+    case 'attach':
+    case 'keepAlive':
+      return { id, op, session: f.uint('session', 1) };
+    case 'closeSession':
+      return { id, op, ...f.sequenced() };
+    case 'acquire': {
+      const mode = f.mode('mode');
+      const limit = f.optUint('limit', 1);
+      if (limit !== undefined && mode !== 'shared') throw new Invalid('INVALID_ARGUMENT', 'acquire.limit: only shared locks take a limit');
+      return withoutUndefined({
+        id,
+        op,
+        ...f.sequenced(),
+        name: f.string('name', true),
+        mode,
+        limit,
+        wait: f.bool('wait'),
+        lockDelayMs: f.optUint('lockDelayMs'),
+      });
+    }
+    case 'release':
+      return { id, op, ...f.sequenced(), name: f.string('name', true), token: f.uint('token', 1) };
+    case 'cancelWait':
+      return { id, op, ...f.sequenced(), name: f.string('name', true) };
+    case 'get':
+      return { id, op, name: f.string('name', true) };
+    case 'locks':
+      return withoutUndefined({ id, op, prefix: f.optString('prefix', false), limit: f.optUint('limit', 1) });
+    case 'campaign':
+      return { id, op, ...f.sequenced(), election: f.string('election', true), value: f.string('value', false) };
+    case 'proclaim':
+      return {
+        id,
+        op,
+        ...f.sequenced(),
+        election: f.string('election', true),
+        token: f.uint('token', 1),
+        value: f.string('value', false),
+      };
+    case 'resign':
+      return { id, op, ...f.sequenced(), election: f.string('election', true), token: f.uint('token', 1) };
+    case 'leader':
+    case 'observe':
+    case 'unobserve':
+      return { id, op, election: f.string('election', true) };
+    case 'put':
+      return withoutUndefined({
+        id,
+        op,
+        ...f.sequenced(),
+        key: f.string('key', true),
+        value: f.bytes('value'),
+        fence: f.optFence('fence'),
+        ifRevision: f.optUint('ifRevision'),
+      });
+    case 'delete':
+      return withoutUndefined({
+        id,
+        op,
+        ...f.sequenced(),
+        key: f.string('key', true),
+        fence: f.optFence('fence'),
+        ifRevision: f.optUint('ifRevision'),
+      });
+    case 'kvGet':
+      return { id, op, key: f.string('key', true) };
+    case 'watch':
+    case 'unwatch':
+      return { id, op, prefix: f.string('prefix', false) };
+    case 'beginOp':
+      return withoutUndefined({
+        id,
+        op,
+        ...f.sequenced(),
+        opKey: f.string('opKey', true),
+        fence: f.fence('fence'),
+        retry: f.optBool('retry'),
+      });
+    case 'completeOp':
+      return { id, op, ...f.sequenced(), opKey: f.string('opKey', true), result: f.bytes('result'), fence: f.fence('fence') };
+  }
+}
+
+function wireError(code: ErrorCode, message: string): WireError {
+  return { code, message };
+}
+
+// ---- server frames (for the SDK) --------------------------------------------------------------
+
+export function parseServerFrame(x: unknown): ParsedServerFrame {
+  let id: number | undefined;
+  try {
+    if (!isPlainObject(x)) return { invalid: 'a server frame must be a map' };
+    if (Object.prototype.hasOwnProperty.call(x, 'event')) return parseEvent(new Fields(x, 'event'), x.event);
+    id = recoverRequestId(x);
+    if (id === undefined) return { invalid: 'a response needs an id: a non-negative integer' };
+    const f = new Fields(x, 'response');
+    const ok = f.bool('ok');
+    if (ok) {
+      const response: Response = { id, ok, result: Object.prototype.hasOwnProperty.call(x, 'result') ? x.result : undefined };
+      return response;
+    }
+    return { id, ok, error: parseWireError(x.error) };
+  } catch (err) {
+    const invalid = err instanceof Invalid ? err.message : 'unreadable server frame';
+    return id === undefined ? { invalid } : { invalid, id };
+  }
+}
+
+function parseWireError(x: unknown): WireError {
+  if (!isPlainObject(x)) throw new Invalid('BAD_FRAME', 'response.error: expected a map {code, message}');
+  const f = new Fields(x, 'response.error');
+  const rawCode = f.string('code', true);
+  const rawMessage = typeof x.message === 'string' ? x.message : '';
+  // A newer node may answer with a code this SDK does not know: keep it readable, as INTERNAL.
+  const known = ERROR_CODES.has(rawCode);
+  const code = (known ? rawCode : 'INTERNAL') as ErrorCode;
+  const message = known ? rawMessage : `${rawCode}: ${rawMessage}`;
+  let leaderHint: WireError['leaderHint'];
+  if (f.has('leaderHint')) {
+    const hint = x.leaderHint;
+    if (!isPlainObject(hint)) throw new Invalid('BAD_FRAME', 'response.error.leaderHint: expected a map {id, clientUrl}');
+    const h = new Fields(hint, 'response.error.leaderHint');
+    leaderHint = { id: h.string('id', true), clientUrl: h.string('clientUrl', true) };
+  }
+  // currentToken: absent, or nil (the lock is free), or the token the lock has now.
+  const currentToken = Object.prototype.hasOwnProperty.call(x, 'currentToken') ? f.orNull('currentToken', (n) => f.uint(n)) : undefined;
+  return withoutUndefined({ code, message, leaderHint, currentToken });
+}
+
+const RELEASE_REASONS = ['release', 'close', 'expire', 'cancel'] as const;
+
+function parseEvent(f: Fields, kind: unknown): ServerEvent | InvalidServerFrame {
+  const index = f.uint('index', 1);
+  switch (kind) {
+    case 'granted':
+      return { event: kind, index, session: f.uint('session', 1), name: f.string('name', true), token: f.uint('token', 1), mode: f.mode('mode') };
+    case 'released':
+      return {
+        event: kind,
+        index,
+        session: f.uint('session', 1),
+        name: f.string('name', true),
+        token: f.uint('token', 1),
+        reason: f.oneOf('reason', RELEASE_REASONS),
+      };
+    case 'sessionExpired':
+      return { event: kind, index, session: f.uint('session', 1) };
+    case 'electionChanged':
+      return {
+        event: kind,
+        index,
+        election: f.string('election', true),
+        leader: f.orNull('leader', (n) => f.uint(n, 1)),
+        value: f.orNull('value', (n) => f.string(n, false)),
+        token: f.orNull('token', (n) => f.uint(n, 1)),
+      };
+    case 'kvChanged':
+      return {
+        event: kind,
+        index,
+        key: f.string('key', true),
+        value: f.orNull('value', (n) => f.bytes(n)),
+        revision: f.uint('revision'),
+      };
+    default:
+      return { invalid: `unknown event ${typeof kind === 'string' ? `"${kind.slice(0, 64)}"` : '(not a string)'}` };
+  }
+}
