@@ -1,0 +1,60 @@
+// The `palisade` command.
+import { Command, Option } from 'commander';
+import { existsSync } from 'node:fs';
+import { loadConfig } from '../server/config.js';
+import { cluster } from './cluster.js';
+import { serve } from './serve.js';
+import { fetchStatus, formatStatus } from './status.js';
+
+const program = new Command();
+program.name('palisade').description('A lock service with fencing tokens, replicated by Raft.').showHelpAfterError();
+
+const logLevel = () => new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info');
+
+/** --endpoints, defaulting to the client URLs of ./cluster.config.json. */
+export function endpointsFrom(opt: string | undefined): string[] {
+  if (opt) return opt.split(',').map((s) => s.trim()).filter(Boolean);
+  const path = process.env.PALISADE_CONFIG ?? 'cluster.config.json';
+  if (process.env.PALISADE_ENDPOINTS) return process.env.PALISADE_ENDPOINTS.split(',');
+  if (!existsSync(path)) throw new Error(`no --endpoints given and no ${path} here`);
+  return loadConfig(path).nodes.map((n) => n.clientUrl);
+}
+
+program
+  .command('serve')
+  .description('run one node of the cluster')
+  .requiredOption('--config <file>', 'cluster config file')
+  .requiredOption('--id <id>', 'this node\'s id in the config')
+  .addOption(logLevel())
+  .action((o: { config: string; id: string; logLevel: string }) => serve(o));
+
+program
+  .command('cluster')
+  .description('start every node of the config on this machine and print the endpoints and leader')
+  .option('--config <file>', 'cluster config file', 'cluster.config.json')
+  .addOption(logLevel())
+  .action((o: { config: string; logLevel: string }) => cluster(o));
+
+program
+  .command('status')
+  .description("print each node's role, term, leader, commit and applied index, members and pid")
+  .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+  .option('--json', 'print JSON')
+  .action(async (o: { endpoints?: string; json?: boolean }) => {
+    const rows = await fetchStatus(endpointsFrom(o.endpoints));
+    if (o.json) {
+      const out = rows.map((r) =>
+        'error' in r
+          ? { id: r.id, role: r.role, term: null, leader: null, commitIndex: null, appliedIndex: null, members: [], pid: null, endpoint: r.endpoint }
+          : { id: r.id, role: r.role, term: r.term, leader: r.leader, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, members: r.members, pid: r.pid, endpoint: r.endpoint },
+      );
+      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    } else {
+      process.stdout.write(`${formatStatus(rows)}\n`);
+    }
+  });
+
+program.parseAsync(process.argv).catch((e: Error) => {
+  process.stderr.write(`palisade: ${e.message}\n`);
+  process.exit(1);
+});

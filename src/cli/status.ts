@@ -1,0 +1,29 @@
+// `palisade status`: each node's view of the cluster.
+import type { NodeStatus } from '../transport/client-protocol.js';
+import { rpc } from './rpc.js';
+
+export type StatusRow = (NodeStatus & { endpoint: string }) | { endpoint: string; id: string; role: 'unreachable'; error: string };
+
+export async function fetchStatus(endpoints: readonly string[], timeoutMs = 1_500): Promise<StatusRow[]> {
+  return Promise.all(
+    endpoints.map(async (endpoint, i): Promise<StatusRow> => {
+      try {
+        const s = await rpc<NodeStatus>(endpoint, { op: 'status' }, timeoutMs);
+        return { ...s, endpoint };
+      } catch (e) {
+        return { endpoint, id: `?${i + 1}`, role: 'unreachable', error: (e as Error).message };
+      }
+    }),
+  );
+}
+
+export function formatStatus(rows: readonly StatusRow[]): string {
+  const header = ['ID', 'ROLE', 'TERM', 'LEADER', 'COMMIT', 'APPLIED', 'MEMBERS', 'PID', 'ENDPOINT'];
+  const lines = rows.map((r) =>
+    'error' in r
+      ? [r.id, 'unreachable', '-', '-', '-', '-', '-', '-', r.endpoint]
+      : [r.id, r.role, String(r.term), r.leader ?? '-', String(r.commitIndex), String(r.appliedIndex), r.members.join(','), String(r.pid), r.endpoint],
+  );
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  return [header, ...lines].map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}

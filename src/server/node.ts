@@ -1,0 +1,543 @@
+// A Palisade node: the composition root. It wires the pure Raft core and lock machine to
+// real time (RaftDriver), LevelDB (RaftStorage), peers (PeerTransport) and clients
+// (ClientServer), and holds the leader-only timers: session leases and lock-delays.
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { DEFAULT_MACHINE_CONFIG, LockMachine, encodeCommand } from '../lockfsm/index.js';
+import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
+import { RaftNode } from '../raft/index.js';
+import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
+import { RaftStorage } from '../storage/index.js';
+import { ClientServer, type ClientConnection } from '../transport/client-server.js';
+import { PeerTransport } from '../transport/peer.js';
+import type { NodeStatus, Request, ServerEvent } from '../transport/client-protocol.js';
+import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
+import type { ClusterConfig, NodeConfig } from './config.js';
+import { nodeById, parseWsUrl } from './config.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { RaftDriver } from './raft-driver.js';
+import { ProposalLost, ProposalTimeout, ProposalTracker } from './proposals.js';
+import { AppliedWaiters, ReadIndexBatcher, ReadUnavailable } from './read-barrier.js';
+import { Subscriptions, type EventSink } from './subscriptions.js';
+import { answerFor, commandFor, fail, freeLock, wireElection, wireEvent, wireLock, type Answer, type WriteRequest } from './wire.js';
+
+const REQUEST_TIMEOUT_MS = 5_000;
+const MAX_FRAME_BYTES = 4 << 20;
+
+/** Peer application frames: a follower forwards client requests to the leader. */
+type PeerApp =
+  | { t: 'fwd'; rid: number; req: Request }
+  | { t: 'fwdRes'; rid: number; ans: Answer };
+
+export interface NodeOptions {
+  readonly config: ClusterConfig;
+  readonly id: NodeId;
+  readonly logger: Logger;
+}
+
+export class PalisadeNode {
+  readonly id: NodeId;
+  private readonly cfg: ClusterConfig;
+  private readonly self: NodeConfig;
+  private readonly log: Logger;
+  private readonly machineConfig: MachineConfig;
+
+  private storage!: RaftStorage;
+  private raft!: RaftNode;
+  private machine!: LockMachine;
+  private driver!: RaftDriver;
+  private peers!: PeerTransport;
+  private clients!: ClientServer;
+  private reads!: ReadIndexBatcher;
+
+  private readonly applied = new AppliedWaiters();
+  private readonly proposals = new ProposalTracker(REQUEST_TIMEOUT_MS);
+  private readonly leases: LeaseKeeper;
+  private readonly subs = new Subscriptions();
+  private readonly lockDelayTimers = new Map<string, NodeJS.Timeout>();
+  private readonly sinks = new Map<ClientConnection, EventSink>();
+  private readonly forwarded = new Map<number, { resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
+  private leaderWaiters: (() => void)[] = [];
+  private fwdCounter = 0;
+  private lastSnapshotIndex = 0;
+  private snapshotting = false;
+  private stopping = false;
+  private expiryTimer: NodeJS.Timeout | null = null;
+  private readonly now = () => performance.now();
+
+  constructor(opts: NodeOptions) {
+    this.cfg = opts.config;
+    this.id = opts.id;
+    this.self = nodeById(opts.config, opts.id);
+    this.log = opts.logger;
+    this.leases = new LeaseKeeper(opts.config.raft.electionTimeoutMs * 2);
+    this.machineConfig = machineConfigFrom(opts.config);
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    this.storage = await RaftStorage.open(this.self.dataDir, { clusterId: this.cfg.clusterId, nodeId: this.id });
+    const stored = await this.storage.load();
+    this.machine = stored.snapshot ? LockMachine.restore(stored.snapshot.data, this.machineConfig) : new LockMachine(this.machineConfig);
+    this.lastSnapshotIndex = stored.snapshot?.meta.index ?? 0;
+    const { tickMs, heartbeatMs, electionTimeoutMs } = this.cfg.raft;
+    this.raft = new RaftNode(
+      {
+        id: this.id,
+        heartbeatTicks: Math.max(1, Math.round(heartbeatMs / tickMs)),
+        electionTicks: Math.max(2, Math.round(electionTimeoutMs / tickMs)),
+        random: (n) => Math.floor(Math.random() * n),
+      },
+      {
+        hardState: stored.hardState,
+        conf: { voters: this.cfg.nodes.map((n) => n.id), learners: [] },
+        entries: stored.entries,
+        ...(stored.snapshot ? { snapshot: stored.snapshot, applied: stored.snapshot.meta.index } : {}),
+      },
+    );
+    this.driver = new RaftDriver(
+      this.raft,
+      this.storage,
+      {
+        send: (msgs) => this.sendMessages(msgs),
+        apply: (entries) => this.applyEntries(entries),
+        installSnapshot: (s) => this.installSnapshot(s),
+        readStates: (rs, dropped) => this.onReadStates(rs, dropped),
+        softState: (s) => this.onSoftState(s),
+        afterAdvance: () => this.maybeSnapshot(),
+        paused: (gap) => this.onPaused(gap),
+        fatal: (err) => this.onFatal(err),
+      },
+      tickMs,
+      electionTimeoutMs,
+      this.log,
+      this.now,
+    );
+    this.reads = new ReadIndexBatcher(this.raft, () => this.driver.kick(), electionTimeoutMs * 2, this.id);
+
+    const peerAddr = parseWsUrl(this.self.peerUrl, 'peerUrl');
+    this.peers = new PeerTransport({
+      clusterId: this.cfg.clusterId,
+      selfId: this.id,
+      secret: this.cfg.secret,
+      listenHost: peerAddr.host,
+      listenPort: peerAddr.port,
+      peers: new Map(this.cfg.nodes.filter((n) => n.id !== this.id).map((n) => [n.id, n.peerUrl])),
+      logger: this.log,
+      maxFrameBytes: 64 << 20,
+    });
+    this.peers.on('raft', (from: NodeId, msgs: readonly Message[]) => {
+      for (const m of msgs) this.raft.step(m);
+      this.driver.kick();
+    });
+    this.peers.on('app', (from: NodeId, payload: unknown) => this.onPeerApp(from, payload as PeerApp));
+    await this.peers.start();
+
+    const clientAddr = parseWsUrl(this.self.clientUrl, 'clientUrl');
+    this.clients = new ClientServer({
+      host: clientAddr.host,
+      port: clientAddr.port,
+      maxFrameBytes: MAX_FRAME_BYTES,
+      logger: this.log,
+      onConnection: (conn) => this.onClientConnection(conn),
+    });
+    await this.clients.start();
+
+    this.driver.start();
+    this.expiryTimer = setInterval(() => this.expireDueSessions(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
+    this.log.info(
+      { term: stored.hardState.term, lastIndex: this.raft.log.lastIndex(), snapshot: this.lastSnapshotIndex, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl },
+      'node started',
+    );
+  }
+
+  /** SIGTERM: stop accepting, let in-flight writes finish (bounded), close LevelDB. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    await this.clients?.stop();
+    const deadline = Date.now() + 2_000;
+    while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    if (this.expiryTimer) clearInterval(this.expiryTimer);
+    for (const t of this.lockDelayTimers.values()) clearTimeout(t);
+    await this.driver?.stop();
+    await this.peers?.stop();
+    this.proposals.failAll(new Error('node stopping'));
+    await this.storage?.close();
+    this.log.info('node stopped');
+  }
+
+  private onFatal(err: Error): void {
+    this.log.fatal({ err }, 'stopping: storage failed');
+    void this.stop().finally(() => process.exit(2));
+  }
+
+  // ---- raft plumbing ------------------------------------------------------------------
+
+  private sendMessages(msgs: readonly Message[]): void {
+    const byPeer = new Map<NodeId, Message[]>();
+    for (const m of msgs) {
+      let l = byPeer.get(m.to);
+      if (!l) byPeer.set(m.to, (l = []));
+      l.push(m);
+    }
+    for (const [to, l] of byPeer) this.peers.send(to, l);
+  }
+
+  private onSoftState(s: SoftState): void {
+    const wasLeader = this.leases.isActive;
+    if (s.role === 'leader' && !wasLeader) {
+      // A new leader gives every session a full TTL from its election before expiring any.
+      this.leases.activate(this.now(), leasesOf(this.machine));
+      for (const d of this.machine.pendingLockDelays()) this.armLockDelay(d.name, d.delayMs, d.since);
+      this.log.info({ term: this.raft.term }, 'became leader');
+    } else if (s.role !== 'leader' && wasLeader) {
+      this.leases.deactivate();
+      for (const t of this.lockDelayTimers.values()) clearTimeout(t);
+      this.lockDelayTimers.clear();
+      this.log.info({ term: this.raft.term, leader: s.leader }, 'lost leadership');
+    }
+    if (s.leader === null) this.reads.abort();
+    else for (const w of this.leaderWaiters.splice(0)) w();
+    this.log.info({ role: s.role, leader: s.leader, term: this.raft.term }, 'role changed');
+  }
+
+  private onPaused(gapMs: number): void {
+    // Timers ran late: we were paused (SIGSTOP, GC, CPU steal). Keepalives may be sitting
+    // unread in our socket buffers, so expire nothing now: give everyone a fresh TTL.
+    if (this.leases.isActive) {
+      this.log.warn({ gapMs }, 'resumed after a pause longer than the election timeout: renewing every lease');
+      this.leases.graceAll(this.now());
+    }
+  }
+
+  private applyEntries(entries: readonly Entry[]): void {
+    for (const e of entries) {
+      if (e.type === 'conf') {
+        this.raft.applyConfChange(e.data);
+        this.machine.skip(e.index);
+        this.proposals.settle(e.index, e.term, { ok: true, result: { index: e.index } });
+        continue;
+      }
+      if (e.data.length === 0) {
+        this.machine.skip(e.index); // the leader's no-op
+        this.proposals.settle(e.index, e.term, null);
+        continue;
+      }
+      const out = this.machine.applyRaw(e.index, e.data);
+      this.proposals.settle(e.index, e.term, answerFor(out.result, e.index));
+      for (const ev of out.events) this.onMachineEvent(ev, e.index);
+    }
+    this.applied.advance(this.machine.appliedIndex);
+  }
+
+  private onMachineEvent(ev: MachineEvent, index: number): void {
+    const now = this.now();
+    switch (ev.type) {
+      case 'sessionOpened':
+        this.leases.track(ev.session, ev.ttlMs, now);
+        break;
+      case 'sessionClosed':
+      case 'sessionExpired':
+        this.leases.forget(ev.session);
+        break;
+      case 'lockDelayStarted':
+        if (this.leases.isActive) this.armLockDelay(ev.name, ev.delayMs, ev.since);
+        break;
+      default:
+        break;
+    }
+    const w = wireEvent(ev, index);
+    if (w) this.subs.route(w);
+    if (ev.type === 'sessionClosed') this.subs.sessions.removeKey(ev.session);
+  }
+
+  private installSnapshot(s: Snapshot): void {
+    this.machine = LockMachine.restore(s.data, this.machineConfig);
+    this.lastSnapshotIndex = s.meta.index;
+    this.proposals.failUpTo(s.meta.index);
+    this.applied.advance(this.machine.appliedIndex);
+    this.log.info({ index: s.meta.index, bytes: s.data.length }, 'installed snapshot from leader');
+  }
+
+  private maybeSnapshot(): void {
+    const applied = this.machine.appliedIndex;
+    if (this.snapshotting || applied - this.lastSnapshotIndex < this.cfg.snapshot.entries) return;
+    void this.snapshotNow();
+  }
+
+  /** Snapshot the machine at its applied index, store it and compact the log. */
+  async snapshotNow(): Promise<number> {
+    if (this.snapshotting) return this.lastSnapshotIndex;
+    this.snapshotting = true;
+    try {
+      const index = this.machine.appliedIndex;
+      if (index <= this.lastSnapshotIndex || index > this.raft.log.applied) return this.lastSnapshotIndex;
+      const data = this.machine.snapshot();
+      const snap = this.raft.compact(index, data, this.cfg.snapshot.keepTail);
+      await this.storage.saveSnapshot(snap);
+      await this.storage.compact(this.raft.log.snapshotIndex);
+      this.lastSnapshotIndex = index;
+      this.log.info({ index, bytes: data.length }, 'snapshot taken');
+      return index;
+    } finally {
+      this.snapshotting = false;
+    }
+  }
+
+  private onReadStates(states: readonly ReadState[], dropped: readonly Uint8Array[]): void {
+    this.reads.onReadStates(states, dropped);
+  }
+
+  // ---- leader timers ------------------------------------------------------------------
+
+  private expireDueSessions(): void {
+    if (!this.leases.isActive || this.raft.role !== 'leader') return;
+    for (const session of this.leases.due(this.now())) {
+      const r = this.raft.propose(encodeCommand({ type: 'expireSession', session }));
+      if (r.ok) this.log.info({ session, index: r.index }, 'session lease ran out: proposing expiry');
+    }
+    this.driver.kick();
+  }
+
+  private armLockDelay(name: string, delayMs: number, since: number): void {
+    clearTimeout(this.lockDelayTimers.get(name));
+    this.lockDelayTimers.set(
+      name,
+      setTimeout(() => {
+        this.lockDelayTimers.delete(name);
+        if (this.raft.role !== 'leader') return;
+        this.raft.propose(encodeCommand({ type: 'lockDelayElapsed', name, since }));
+        this.driver.kick();
+      }, delayMs),
+    );
+  }
+
+  // ---- requests -----------------------------------------------------------------------
+
+  private onClientConnection(conn: ClientConnection): void {
+    const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => conn.send(e) };
+    this.sinks.set(conn, sink);
+    conn.on('request', (req) => {
+      void this.handle(req, sink).then((ans) => {
+        conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
+      });
+    });
+    conn.on('close', () => {
+      this.subs.dropConn(sink);
+      this.sinks.delete(conn);
+    });
+  }
+
+  /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink). */
+  private async handle(req: Request, sink: EventSink | null): Promise<Answer> {
+    if (this.stopping) return fail('UNAVAILABLE', 'node is shutting down');
+    try {
+      switch (req.op) {
+        case 'hello':
+          if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
+          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.members() } };
+        case 'status':
+          return { ok: true, result: this.status() };
+        case 'attach': {
+          const a = await this.keepAlive(req.session);
+          if (a.ok && sink) this.subs.sessions.add(req.session, sink);
+          return a;
+        }
+        case 'keepAlive':
+          return await this.keepAlive(req.session);
+        case 'get':
+          await this.linearizable();
+          return { ok: true, result: (() => { const l = this.machine.lock(req.name); return l ? wireLock(l) : freeLock(req.name); })() };
+        case 'locks':
+          await this.linearizable();
+          return { ok: true, result: this.machine.locks(req.prefix, req.limit ?? 1000).map(wireLock) };
+        case 'leader':
+          await this.linearizable();
+          return { ok: true, result: wireElection(req.election, this.machine.election(req.election)) };
+        case 'observe': {
+          if (sink) this.subs.elections.add(req.election, sink);
+          await this.linearizable();
+          return { ok: true, result: wireElection(req.election, this.machine.election(req.election)) };
+        }
+        case 'unobserve':
+          if (sink) this.subs.elections.remove(req.election, sink);
+          return { ok: true, result: {} };
+        case 'kvGet': {
+          await this.linearizable();
+          const kv = this.machine.kvGet(req.key);
+          return { ok: true, result: kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null };
+        }
+        case 'watch':
+          if (sink) this.subs.watches.add(req.prefix, sink);
+          await this.linearizable();
+          return { ok: true, result: this.machine.kvRange(req.prefix, 1000).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })) };
+        case 'unwatch':
+          if (sink) this.subs.watches.remove(req.prefix, sink);
+          return { ok: true, result: {} };
+        default: {
+          if (!WRITE_OPS.has(req.op)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
+          const ans = await this.write(req as WriteRequest);
+          // Events for a session go to the connections that carry it.
+          if (sink && ans.ok) {
+            if (req.op === 'openSession') this.subs.sessions.add((ans.result as { session: number }).session, sink);
+            else if ('session' in req) this.subs.sessions.add(req.session, sink);
+            if (req.op === 'campaign') this.subs.elections.add(req.election, sink);
+          }
+          return ans;
+        }
+      }
+    } catch (e) {
+      if (e instanceof ReadUnavailable) return this.unavailable('no leader could confirm the read; retry');
+      this.log.error({ err: e, op: req.op }, 'request failed');
+      return fail('INTERNAL', (e as Error).message);
+    }
+  }
+
+  private unavailable(message: string): Answer {
+    const hint = this.leaderHint();
+    return fail('UNAVAILABLE', message, hint ? { leaderHint: hint } : {});
+  }
+
+  private leaderHint(): { id: string; clientUrl: string } | undefined {
+    const l = this.raft.leader;
+    const n = l ? this.cfg.nodes.find((x) => x.id === l) : undefined;
+    return n ? { id: n.id, clientUrl: n.clientUrl } : undefined;
+  }
+
+  /** Wait until a read index confirmed after now has been applied here. */
+  private async linearizable(): Promise<void> {
+    const index = await this.reads.request();
+    await this.applied.wait(index, this.machine.appliedIndex);
+  }
+
+  private async keepAlive(session: number): Promise<Answer> {
+    if (this.raft.role !== 'leader') return this.forward({ id: 0, op: 'keepAlive', session });
+    const receivedAt = this.now();
+    if (!this.leases.has(session)) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
+    // Acknowledge only once a heartbeat round that started after the keepalive arrived
+    // confirms we still lead; otherwise a deposed leader could extend a client's belief
+    // beyond the deadline the real leader keeps.
+    await this.reads.request();
+    const ttlMs = this.leases.keepAlive(session, receivedAt);
+    if (ttlMs === null) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
+    return { ok: true, result: { ttlMs } };
+  }
+
+  private async write(req: WriteRequest): Promise<Answer> {
+    if (this.raft.role !== 'leader') return this.forward(req);
+    const cmd = commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now());
+    const r = this.raft.propose(encodeCommand(cmd));
+    if (!r.ok) {
+      if (r.reason === 'notLeader') return this.forward(req);
+      return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
+    }
+    this.driver.kick();
+    try {
+      const ans = await this.proposals.wait<Answer | null>(r.index, r.term);
+      return ans ?? fail('INTERNAL', 'no result');
+    } catch (e) {
+      if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry with the same seq`);
+      if (e instanceof ProposalTimeout) return fail('TIMEOUT', `${e.message}; the outcome is unknown, retry with the same seq`);
+      throw e;
+    }
+  }
+
+  /** Send a request to the leader over the peer link and wait for its answer. */
+  private async forward(req: Request): Promise<Answer> {
+    let leader = this.raft.leader;
+    if (leader === null || leader === this.id) {
+      await this.waitForLeader(this.cfg.raft.electionTimeoutMs * 3);
+      leader = this.raft.leader;
+      if (leader === this.id) return this.handle(req, null);
+      if (leader === null) return this.unavailable('no leader elected yet; retry');
+    }
+    const rid = ++this.fwdCounter;
+    return new Promise<Answer>((resolve) => {
+      const timer = setTimeout(() => {
+        this.forwarded.delete(rid);
+        resolve(fail('TIMEOUT', `leader ${leader} did not answer within ${REQUEST_TIMEOUT_MS} ms; the outcome is unknown, retry with the same seq`));
+      }, REQUEST_TIMEOUT_MS);
+      this.forwarded.set(rid, { resolve, timer });
+      const frame: PeerApp = { t: 'fwd', rid, req };
+      if (!this.peers.sendApp(leader!, frame)) {
+        clearTimeout(timer);
+        this.forwarded.delete(rid);
+        resolve(this.unavailable(`no connection to leader ${leader}; retry`));
+      }
+    });
+  }
+
+  private waitForLeader(ms: number): Promise<void> {
+    if (this.raft.leader !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.leaderWaiters.push(done);
+    });
+  }
+
+  private onPeerApp(from: NodeId, p: PeerApp): void {
+    if (!p || typeof p !== 'object') return;
+    if (p.t === 'fwd') {
+      // Forwarded requests come from a peer that thinks we lead. If we don't, answer
+      // UNAVAILABLE rather than forwarding again (no forwarding loops).
+      const run = async (): Promise<Answer> => {
+        if (this.raft.role !== 'leader') return this.unavailable('forwarded to a node that is not the leader; retry');
+        return this.handle(p.req, null);
+      };
+      void run().then((ans) => this.peers.sendApp(from, { t: 'fwdRes', rid: p.rid, ans } satisfies PeerApp));
+    } else if (p.t === 'fwdRes') {
+      const f = this.forwarded.get(p.rid);
+      if (!f) return;
+      this.forwarded.delete(p.rid);
+      clearTimeout(f.timer);
+      f.resolve(p.ans);
+    }
+  }
+
+  // ---- status -------------------------------------------------------------------------
+
+  private members(): { id: string; clientUrl: string }[] {
+    const conf = this.raft.confState;
+    const ids = new Set([...conf.voters, ...conf.learners]);
+    return this.cfg.nodes.filter((n) => ids.has(n.id)).map((n) => ({ id: n.id, clientUrl: n.clientUrl }));
+  }
+
+  status(): NodeStatus & { lastIndex: number; snapshotIndex: number; sessions: number; driver: Record<string, number> } {
+    const role = this.raft.role;
+    return {
+      id: this.id,
+      role: role === 'preCandidate' ? 'candidate' : role,
+      term: this.raft.term,
+      leader: this.raft.leader,
+      commitIndex: this.raft.log.committed,
+      appliedIndex: this.machine.appliedIndex,
+      members: [...this.raft.confState.voters, ...this.raft.confState.learners],
+      pid: process.pid,
+      lastIndex: this.raft.log.lastIndex(),
+      snapshotIndex: this.raft.log.snapshotIndex,
+      sessions: this.leases.size,
+      driver: { ...this.driver.stats, ...this.storage.stats() },
+    };
+  }
+}
+
+function machineConfigFrom(cfg: ClusterConfig): MachineConfig {
+  return {
+    ...DEFAULT_MACHINE_CONFIG,
+    minTtlMs: cfg.sessions.minTtlMs,
+    maxTtlMs: cfg.sessions.maxTtlMs,
+    defaultLockDelayMs: cfg.sessions.lockDelayMs,
+  };
+}
+
+function leasesOf(m: LockMachine): Iterable<{ id: number; ttlMs: number }> {
+  const out: { id: number; ttlMs: number }[] = [];
+  for (const s of m.sessions()) out.push({ id: s.id, ttlMs: s.ttlMs });
+  return out;
+}

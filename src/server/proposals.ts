@@ -1,0 +1,61 @@
+// Proposals waiting for their entry to be applied. A proposal succeeded only if the entry
+// applied at its index has the term it was proposed in; another term there means a new
+// leader overwrote it, and the caller retries (with the same sequence number, so a retry
+// never applies twice).
+export interface Applied {
+  readonly index: number;
+  readonly term: number;
+}
+
+type Pending = { term: number; resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
+
+export class ProposalLost extends Error {}
+export class ProposalTimeout extends Error {}
+
+export class ProposalTracker {
+  private readonly pending = new Map<number, Pending>();
+
+  constructor(private readonly timeoutMs: number) {}
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  wait<T>(index: number, term: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(index);
+        reject(new ProposalTimeout(`entry ${index} not applied within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+      this.pending.set(index, { term, resolve: resolve as (v: unknown) => void, reject, timer });
+    });
+  }
+
+  /** The entry at `index` with `term` was applied with this outcome. */
+  settle(index: number, term: number, outcome: unknown): void {
+    const p = this.pending.get(index);
+    if (!p) return;
+    this.pending.delete(index);
+    clearTimeout(p.timer);
+    if (p.term === term) p.resolve(outcome);
+    else p.reject(new ProposalLost(`entry ${index} was replaced by a new leader`));
+  }
+
+  /** A snapshot jumped past some pending indexes: their outcome is unknown here. */
+  failUpTo(index: number): void {
+    for (const [i, p] of this.pending) {
+      if (i > index) continue;
+      this.pending.delete(i);
+      clearTimeout(p.timer);
+      p.reject(new ProposalLost(`entry ${i} was covered by a snapshot`));
+    }
+  }
+
+  failAll(err: Error): void {
+    for (const [i, p] of this.pending) {
+      this.pending.delete(i);
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+  }
+}

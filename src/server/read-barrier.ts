@@ -1,0 +1,82 @@
+// Linearizable reads and leadership confirmation through ReadIndex (thesis §6.4), batched:
+// every request that arrives while a round is in flight joins the next round, so one
+// heartbeat round confirms any number of reads and keepalives.
+import type { RaftNode, ReadState } from '../raft/index.js';
+
+type Waiter = { resolve: (index: number) => void; reject: (e: Error) => void };
+
+export class ReadUnavailable extends Error {}
+
+export class ReadIndexBatcher {
+  private next: Waiter[] = [];
+  private inflight: { key: string; waiters: Waiter[]; timer: NodeJS.Timeout } | null = null;
+  private counter = 0;
+
+  constructor(
+    private readonly raft: RaftNode,
+    private readonly kick: () => void,
+    private readonly roundTimeoutMs: number,
+    private readonly nodeTag: string,
+  ) {}
+
+  /** Resolves with a read index confirmed by a heartbeat round started after this call. */
+  request(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.next.push({ resolve, reject });
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.inflight || this.next.length === 0) return;
+    const waiters = this.next;
+    this.next = [];
+    const ctx = new TextEncoder().encode(`${this.nodeTag}:${++this.counter}`);
+    const key = Buffer.from(ctx).toString('hex');
+    // A round can be lost (the leader changed, a forwarded read was dropped): give up on it
+    // after a while so the callers can retry, rather than hang.
+    const timer = setTimeout(() => this.finish(key, null), this.roundTimeoutMs);
+    this.inflight = { key, waiters, timer };
+    this.raft.readIndex(ctx);
+    this.kick();
+  }
+
+  onReadStates(states: readonly ReadState[], dropped: readonly Uint8Array[]): void {
+    for (const s of states) this.finish(Buffer.from(s.context).toString('hex'), s.index);
+    for (const d of dropped) this.finish(Buffer.from(d).toString('hex'), null);
+  }
+
+  /** Leadership or the leader changed: a round in flight will not be answered. */
+  abort(): void {
+    if (this.inflight) this.finish(this.inflight.key, null);
+  }
+
+  private finish(key: string, index: number | null): void {
+    if (!this.inflight || this.inflight.key !== key) return;
+    const { waiters, timer } = this.inflight;
+    clearTimeout(timer);
+    this.inflight = null;
+    for (const w of waiters) {
+      if (index === null) w.reject(new ReadUnavailable('no leader confirmed the read'));
+      else w.resolve(index);
+    }
+    this.flush();
+  }
+}
+
+/** Resolves waiters once the state machine has applied a given index. */
+export class AppliedWaiters {
+  private waiters: { index: number; resolve: () => void }[] = [];
+
+  wait(index: number, applied: number): Promise<void> {
+    if (index <= applied) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ index, resolve }));
+  }
+
+  advance(applied: number): void {
+    if (this.waiters.length === 0) return;
+    const keep: typeof this.waiters = [];
+    for (const w of this.waiters) (w.index <= applied ? w.resolve() : keep.push(w));
+    this.waiters = keep;
+  }
+}
