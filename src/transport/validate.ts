@@ -83,8 +83,10 @@ function isPlainObject(x: unknown): x is Obj {
   return proto === Object.prototype || proto === null;
 }
 
-function isUint(x: unknown, min = 0): x is number {
-  return typeof x === 'number' && Number.isSafeInteger(x) && x >= min;
+/** A safe integer >= min, or undefined. (-0 comes back as 0: it must not survive a round trip
+ *  as a different value.) */
+function uintValue(x: unknown, min = 0): number | undefined {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= min ? x + 0 : undefined;
 }
 
 function utf8Length(s: string): number {
@@ -113,8 +115,8 @@ class Fields {
   }
 
   uint(name: string, min = 0): number {
-    const v = this.get(name);
-    if (!isUint(v, min)) this.fail(name, min === 0 ? 'a non-negative integer' : `an integer >= ${min}`);
+    const v = uintValue(this.get(name), min);
+    if (v === undefined) this.fail(name, min === 0 ? 'a non-negative integer' : `an integer >= ${min}`);
     return v;
   }
 
@@ -199,8 +201,7 @@ function withoutUndefined<T extends object>(o: T): T {
 export function recoverRequestId(x: unknown): number | undefined {
   try {
     if (!isPlainObject(x)) return undefined;
-    const id = Object.prototype.hasOwnProperty.call(x, 'id') ? x.id : undefined;
-    return isUint(id) ? id : undefined;
+    return uintValue(Object.prototype.hasOwnProperty.call(x, 'id') ? x.id : undefined);
   } catch {
     return undefined;
   }
