@@ -51,15 +51,25 @@ export class PostgresFence implements FenceStore {
 
   /** Creates the fence table if it does not exist. Never run implicitly: call it at deploy time. */
   async migrate(): Promise<void> {
-    const sql = fenceTableSql(this.table);
+    const client = await this.#connect();
+    let broken = false;
     try {
-      await this.#pool.query(sql);
+      await client.query('BEGIN');
+      // Concurrent CREATE TABLE IF NOT EXISTS can still collide in the system catalogs, so
+      // migrators of one table take turns.
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`palisade migrate ${this.table}`]);
+      await client.query(fenceTableSql(this.table));
+      await client.query('COMMIT');
     } catch (err) {
-      // Two processes migrating at once can both pass IF NOT EXISTS; the loser sees a
-      // duplicate. The table exists either way, which is all migrate promises.
+      broken = isConnectionFailure(err);
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+      // The same statements applied by hand at the same moment (palisade fence-sql) can
+      // still collide; the table exists either way, which is all migrate promises.
       const code = (err as { code?: unknown }).code;
-      if (code === '23505' || code === '42P07') return;
+      if (code === '42P07' || code === '42710' || code === '23505') return;
       throw this.#translate(err, false);
+    } finally {
+      client.release(broken ? true : undefined);
     }
   }
 
