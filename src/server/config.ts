@@ -8,6 +8,8 @@ export interface NodeConfig {
   readonly peerUrl: string;
   readonly clientUrl: string;
   readonly dataDir: string;
+  /** Where this node serves /metrics, /healthz, /readyz and the status page (optional). */
+  readonly httpUrl?: string;
 }
 
 export interface RaftTiming {
@@ -98,6 +100,20 @@ export function parseWsUrl(url: string, field: string): { host: string; port: nu
   return { host: u.hostname.replace(/^\[|\]$/g, ''), port };
 }
 
+export function parseHttpUrl(url: string, field: string): { host: string; port: number } {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new ConfigError(field, `"${url}" is not a URL`);
+  }
+  if (u.protocol !== 'http:') throw new ConfigError(field, `"${url}" must start with http://`);
+  if (u.pathname !== '/' || u.search || u.hash) throw new ConfigError(field, `"${url}" must have no path, query or fragment`);
+  const port = Number(u.port);
+  if (!u.port || !Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError(field, `"${url}" needs an explicit port`);
+  return { host: u.hostname.replace(/^\[|\]$/g, ''), port };
+}
+
 export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   if (!isObj(raw)) throw new ConfigError('(root)', 'must be a JSON object');
   const clusterId = str(raw, 'clusterId', 'clusterId');
@@ -116,8 +132,11 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     ids.add(id);
     const peerUrl = str(n, 'peerUrl', `${f}.peerUrl`);
     const clientUrl = str(n, 'clientUrl', `${f}.clientUrl`);
-    for (const [key, url] of [['peerUrl', peerUrl], ['clientUrl', clientUrl]] as const) {
-      const { host, port } = parseWsUrl(url, `${f}.${key}`);
+    const httpUrl = n['httpUrl'] === undefined ? undefined : str(n, 'httpUrl', `${f}.httpUrl`);
+    const urls: [string, string][] = [['peerUrl', peerUrl], ['clientUrl', clientUrl]];
+    if (httpUrl !== undefined) urls.push(['httpUrl', httpUrl]);
+    for (const [key, url] of urls) {
+      const { host, port } = key === 'httpUrl' ? parseHttpUrl(url, `${f}.${key}`) : parseWsUrl(url, `${f}.${key}`);
       const ep = `${host}:${port}`;
       const prev = endpoints.get(ep);
       if (prev) throw new ConfigError(`${f}.${key}`, `port ${port} on ${host} is also used by ${prev}`);
@@ -125,7 +144,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     }
     const dataDirRaw = str(n, 'dataDir', `${f}.dataDir`);
     const dataDir = isAbsolute(dataDirRaw) ? dataDirRaw : resolve(baseDir, dataDirRaw);
-    return { id, peerUrl, clientUrl, dataDir };
+    return { id, peerUrl, clientUrl, dataDir, ...(httpUrl !== undefined ? { httpUrl } : {}) };
   });
   const r = section(raw, 'raft');
   const tickMs = int(r, 'tickMs', 'raft.tickMs', DEFAULT_RAFT.tickMs, 1, 1000);
