@@ -78,6 +78,8 @@ export class RaftStorage {
   private fsyncs = 0;
   private bytesWritten = 0;
   private lastFsyncMs = 0;
+  /** Called with the duration of every synchronous write (latency histograms want each one). */
+  onFsync: ((ms: number) => void) | null = null;
 
   private constructor(
     readonly dir: string,
@@ -285,6 +287,7 @@ export class RaftStorage {
     this.fsyncs += 1;
     this.bytesWritten += bytes;
     this.lastFsyncMs = ms;
+    this.onFsync?.(ms);
   }
 }
 
