@@ -1,0 +1,262 @@
+// LockClient: the SDK's front door. It wires the parts together (link → session → locks,
+// elections, kv) and routes server events to them; the behaviour lives in those modules.
+import WebSocket from 'ws';
+import type { KvEntry, LockInfo, NodeStatus, ServerEvent } from '../transport/client-protocol.js';
+import { systemClock, type Clock } from './clock.js';
+import type { WebSocketConstructor } from './connection.js';
+import { defaultDeadline, type ClientCore } from './core.js';
+import { Election, ElectionHub } from './election.js';
+import { ClientClosedError, InvalidArgumentError } from './errors.js';
+import {
+  deleteKey,
+  getKey,
+  putKey,
+  WatchHub,
+  type DeleteResult,
+  type KvValue,
+  type KvWatch,
+  type PutResult,
+  type WatchOptions,
+  type WriteOptions,
+} from './kv.js';
+import { ClusterLink } from './link.js';
+import { LockTable, readLock, type AcquireOptions, type Lock, type TryAcquireOptions } from './lock.js';
+import { SessionManager } from './session.js';
+
+export interface LockClientOptions {
+  /** Client URLs of cluster nodes (ws://host:port); any one reachable node is enough. */
+  readonly endpoints: readonly string[];
+  /** Session TTL: how long the cluster keeps this client's locks after it goes silent. Default 15000. */
+  readonly ttlMs?: number;
+  /** Bound on one operation's retries across nodes. Default 10000. */
+  readonly requestTimeoutMs?: number;
+  /** How long one attempt may go unanswered before trying another node. Default 2000. */
+  readonly attemptTimeoutMs?: number;
+  /** Bound on opening a connection and saying hello. Default 3000. */
+  readonly connectTimeoutMs?: number;
+  /** Assumed worst relative rate difference of client and server clocks. Default 0.01 (1 %). */
+  readonly maxClockDrift?: number;
+  /** Subtracted from the safe deadline. Default max(50 ms, 5 % of the TTL). */
+  readonly safetyMarginMs?: number;
+  /** Reconnect backoff: exponential from initialMs (default 25) to maxMs (default 1000), jittered. */
+  readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
+  /** Connect to the leader when a node names it (saves a forwarding hop per write). Default true. */
+  readonly preferLeader?: boolean;
+  /** Sent in hello, for clusters that require authentication. */
+  readonly authToken?: string;
+  /** Monotonic clock and timers; tests inject a fake one. */
+  readonly clock?: Clock;
+  /** WebSocket implementation; default the `ws` package. */
+  readonly WebSocket?: WebSocketConstructor;
+  /** Randomness for the first endpoint and backoff jitter. Default Math.random. */
+  readonly random?: () => number;
+}
+
+export interface ReadOptions {
+  readonly timeoutMs?: number;
+}
+
+export class LockClient {
+  private readonly core: ClientCore;
+  private readonly link: ClusterLink;
+  private readonly sessions: SessionManager;
+  private readonly locks: LockTable;
+  private readonly elections: ElectionHub;
+  private readonly watches: WatchHub;
+  private closing: Promise<void> | null = null;
+
+  private constructor(options: LockClientOptions) {
+    if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
+      throw new InvalidArgumentError('endpoints: give at least one node URL');
+    }
+    const clock = options.clock ?? systemClock;
+    const ttlMs = options.ttlMs ?? 15_000;
+    const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+    const attemptTimeoutMs = Math.min(options.attemptTimeoutMs ?? 2_000, requestTimeoutMs);
+    const maxClockDrift = options.maxClockDrift ?? 0.01;
+    if (!(ttlMs > 0)) throw new InvalidArgumentError('ttlMs must be positive');
+    if (!(maxClockDrift >= 0 && maxClockDrift < 1)) throw new InvalidArgumentError('maxClockDrift must be in [0, 1)');
+    this.link = new ClusterLink(
+      {
+        endpoints: options.endpoints,
+        WebSocket: options.WebSocket ?? (WebSocket as unknown as WebSocketConstructor),
+        clock,
+        random: options.random ?? Math.random,
+        connectTimeoutMs: options.connectTimeoutMs ?? 3_000,
+        attemptTimeoutMs,
+        backoffInitialMs: options.backoff?.initialMs ?? 25,
+        backoffMaxMs: options.backoff?.maxMs ?? 1_000,
+        preferLeader: options.preferLeader ?? true,
+        ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
+      },
+      {
+        onEvent: (event) => this.dispatch(event),
+        prepare: (connection) => this.sessions.prepare(connection),
+        onReady: () => {
+          this.locks.recheckWaiters();
+          this.elections.resubscribeAll();
+          this.watches.resubscribeAll();
+        },
+      },
+    );
+    this.sessions = new SessionManager(this.link, {
+      ttlMs,
+      maxClockDrift,
+      safetyMarginMs: options.safetyMarginMs,
+      requestTimeoutMs,
+      attemptTimeoutMs,
+      clock,
+    });
+    this.core = { clock, link: this.link, sessions: this.sessions, requestTimeoutMs };
+    this.locks = new LockTable(this.core);
+    this.elections = new ElectionHub(this.core);
+    this.watches = new WatchHub(this.core);
+    this.link.start();
+  }
+
+  /**
+   * Connects to the cluster and opens this client's session. Resolves once the session is
+   * open; rejects (and closes) if that fails within requestTimeoutMs.
+   */
+  static async connect(options: LockClientOptions): Promise<LockClient> {
+    const client = new LockClient(options);
+    try {
+      await client.sessions.ensure(defaultDeadline(client.core));
+    } catch (e) {
+      await client.close();
+      throw e;
+    }
+    return client;
+  }
+
+  /** This client's current session id (null between sessions). */
+  get sessionId(): number | null {
+    return this.sessions.active?.id ?? null;
+  }
+
+  /** The node this client is connected to, if any. */
+  get connectedUrl(): string | null {
+    return this.link.connectedUrl;
+  }
+
+  /**
+   * Acquires `name`, waiting in the cluster's FIFO queue until granted (or `waitMs` passes:
+   * LockTimeoutError; or `signal` aborts). Nothing is left held or queued on failure.
+   */
+  async acquire(name: string, options?: AcquireOptions): Promise<Lock> {
+    this.checkOpen();
+    return this.locks.acquire(name, options);
+  }
+
+  /** Acquires `name` only if it is free now; null when it is busy. */
+  async tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lock | null> {
+    this.checkOpen();
+    return this.locks.tryAcquire(name, options);
+  }
+
+  /** Acquires `name`, runs fn with the lock, and releases it even when fn throws. */
+  withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>): Promise<T>;
+  withLock<T>(name: string, options: AcquireOptions, fn: (lock: Lock) => T | Promise<T>): Promise<T>;
+  async withLock<T>(
+    name: string,
+    optionsOrFn: AcquireOptions | ((lock: Lock) => T | Promise<T>),
+    maybeFn?: (lock: Lock) => T | Promise<T>,
+  ): Promise<T> {
+    const [options, fn] = typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn];
+    if (typeof fn !== 'function') throw new InvalidArgumentError('withLock needs a function to run');
+    const lock = await this.acquire(name, options);
+    let result: T;
+    try {
+      result = await fn(lock);
+    } catch (e) {
+      await lock.release().catch(() => {}); // fn's error is the one worth reporting
+      throw e;
+    }
+    await lock.release();
+    return result;
+  }
+
+  /** An election by name: campaign, observe, read its leader. */
+  election(name: string): Election {
+    this.checkOpen();
+    return new Election(this.core, this.elections, name);
+  }
+
+  /** A lock's holders, token(s) and waiters (linearizable read). */
+  async get(name: string, options: ReadOptions = {}): Promise<LockInfo> {
+    this.checkOpen();
+    if (typeof name !== 'string' || name === '') throw new InvalidArgumentError('lock name must be a non-empty string');
+    return readLock(this.core, name, options.timeoutMs);
+  }
+
+  /** Writes a key; with `fence`, only while that lock is held with that token. */
+  async put(key: string, value: KvValue, options?: WriteOptions): Promise<PutResult> {
+    this.checkOpen();
+    return putKey(this.core, key, value, options);
+  }
+
+  /** Reads a key (linearizable); null when absent. */
+  async kvGet(key: string, options: ReadOptions = {}): Promise<KvEntry | null> {
+    this.checkOpen();
+    return getKey(this.core, key, options.timeoutMs);
+  }
+
+  /** Deletes a key; with `fence`, only while that lock is held with that token. */
+  async delete(key: string, options?: WriteOptions): Promise<DeleteResult> {
+    this.checkOpen();
+    return deleteKey(this.core, key, options);
+  }
+
+  /** Streams changes to keys under `prefix`. Across reconnects it re-reads the prefix to fill gaps. */
+  watch(prefix: string, options?: WatchOptions): KvWatch {
+    this.checkOpen();
+    return this.watches.watch(prefix, options);
+  }
+
+  /** Status of the node this client is connected to. */
+  async status(options: ReadOptions = {}): Promise<NodeStatus> {
+    this.checkOpen();
+    const deadline = options.timeoutMs === undefined ? defaultDeadline(this.core) : this.core.clock.now() + options.timeoutMs;
+    return (await this.link.call(() => ({ op: 'status' }), { deadline })) as NodeStatus;
+  }
+
+  /**
+   * Closes the session (the cluster releases its locks and leaderships), ends watches and
+   * observers, stops timers and closes the connection. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      try {
+        await this.sessions.close();
+      } finally {
+        this.watches.endAll();
+        this.elections.endAll();
+        this.link.close();
+      }
+    })();
+    return this.closing;
+  }
+
+  private checkOpen(): void {
+    if (this.closing) throw new ClientClosedError();
+  }
+
+  private dispatch(event: ServerEvent): void {
+    switch (event.event) {
+      case 'granted':
+      case 'released':
+        // Events for a session that is not ours (an earlier one, or a stray) are ignored.
+        if (this.sessions.active?.id === event.session) this.locks.handleEvent(event);
+        return;
+      case 'sessionExpired':
+        this.sessions.expiredByServer(event.session);
+        return;
+      case 'electionChanged':
+        this.elections.handleEvent(event);
+        return;
+      case 'kvChanged':
+        this.watches.handleEvent(event);
+        return;
+    }
+  }
+}

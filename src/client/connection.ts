@@ -1,0 +1,254 @@
+// One WebSocket to one node: frame ids, matching responses to requests, and handing server
+// events upward. It knows nothing of sessions, retries or other nodes (link.ts does).
+import type { HelloResult, Request, Response, ServerEvent, WireError } from '../transport/client-protocol.js';
+import { PROTOCOL_VERSION } from '../transport/client-protocol.js';
+import type { Clock, TimerHandle } from './clock.js';
+import { errorFromWire } from './errors.js';
+import { decodeServerFrame, encodeRequest } from './wire.js';
+
+/** What the SDK needs of a WebSocket: satisfied by the `ws` package and by the WHATWG WebSocket. */
+export interface WebSocketLike {
+  binaryType: string;
+  readonly readyState: number;
+  send(data: Uint8Array): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: 'open' | 'close' | 'error' | 'message', listener: (event: { readonly data?: unknown }) => void): void;
+}
+export type WebSocketConstructor = new (url: string) => WebSocketLike;
+
+type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
+/** A request as callers build it; the connection assigns the frame id. */
+export type RequestBody = WithoutId<Request>;
+
+/**
+ * The socket closed, could not be opened, or did not answer in time. Whatever was in
+ * flight on it may or may not have been applied. Internal: callers retry elsewhere.
+ */
+export class ConnectionLostError extends Error {
+  /** Where the node said to go instead, when it knew. */
+  readonly leaderHint: WireError['leaderHint'];
+  constructor(message: string, leaderHint?: WireError['leaderHint']) {
+    super(message);
+    this.name = 'ConnectionLostError';
+    this.leaderHint = leaderHint;
+  }
+}
+
+interface Pending {
+  resolve(response: Response): void;
+  reject(error: unknown): void;
+}
+
+export interface ConnectionOptions {
+  readonly WebSocket: WebSocketConstructor;
+  readonly clock: Clock;
+  /** Bound on opening the socket plus the hello exchange. */
+  readonly connectTimeoutMs: number;
+  readonly authToken?: string;
+}
+
+const WS_OPEN = 1;
+
+export class Connection {
+  readonly url: string;
+  readonly hello: HelloResult;
+  /** Server-pushed events; set by the owner. */
+  onEvent: (event: ServerEvent) => void = () => {};
+  /** Called once, when the socket is gone (closed by either side). */
+  onClose: () => void = () => {};
+
+  private readonly ws: WebSocketLike;
+  private readonly clock: Clock;
+  private readonly pending: Map<number, Pending>;
+  private nextId: number;
+  private closed = false;
+
+  private constructor(url: string, ws: WebSocketLike, clock: Clock, hello: HelloResult, pending: Map<number, Pending>, nextId: number) {
+    this.url = url;
+    this.ws = ws;
+    this.clock = clock;
+    this.hello = hello;
+    this.pending = pending;
+    this.nextId = nextId;
+  }
+
+  /** Opens a socket to `url` and says hello. Rejects with ConnectionLostError or the node's typed error. */
+  static open(url: string, options: ConnectionOptions): Promise<Connection> {
+    const { clock } = options;
+    return new Promise<Connection>((resolve, reject) => {
+      let ws: WebSocketLike;
+      try {
+        ws = new options.WebSocket(url);
+      } catch (e) {
+        reject(new ConnectionLostError(`cannot open ${url}: ${(e as Error).message}`));
+        return;
+      }
+      ws.binaryType = 'arraybuffer';
+      const pending = new Map<number, Pending>();
+      let connection: Connection | null = null;
+      let settled = false;
+      const fail = (error: unknown): void => {
+        if (settled) return;
+        settled = true;
+        clock.clearTimeout(timer);
+        try {
+          ws.close();
+        } catch {
+          // already closing
+        }
+        reject(error);
+      };
+      const timer: TimerHandle = clock.setTimeout(
+        () => fail(new ConnectionLostError(`no hello from ${url} within ${options.connectTimeoutMs} ms`)),
+        options.connectTimeoutMs,
+      );
+
+      ws.addEventListener('message', (event) => {
+        const bytes = toBytes(event.data);
+        const frame = bytes && decodeServerFrame(bytes);
+        if (!frame) return; // not a frame we understand: ignore rather than trust it
+        if ('id' in frame) {
+          const p = pending.get(frame.id);
+          if (p) {
+            pending.delete(frame.id);
+            p.resolve(frame);
+          }
+        } else if (connection) {
+          connection.onEvent(frame);
+        }
+      });
+      ws.addEventListener('error', () => {
+        // 'close' follows; the error itself carries nothing the caller can act on.
+      });
+      ws.addEventListener('close', () => {
+        if (connection) connection.handleClosed();
+        else fail(new ConnectionLostError(`connection to ${url} closed during hello`));
+        for (const p of pending.values()) p.reject(new ConnectionLostError(`connection to ${url} closed`));
+        pending.clear();
+      });
+      ws.addEventListener('open', () => {
+        const hello: Request = {
+          id: 1,
+          op: 'hello',
+          version: PROTOCOL_VERSION,
+          ...(options.authToken === undefined ? {} : { token: options.authToken }),
+        };
+        pending.set(1, {
+          resolve: (response) => {
+            if (settled) return;
+            if (!response.ok) return fail(errorFromWire(response.error));
+            const result = parseHello(response.result);
+            if (!result) return fail(new ConnectionLostError(`malformed hello answer from ${url}`));
+            settled = true;
+            clock.clearTimeout(timer);
+            connection = new Connection(url, ws, clock, result, pending, 2);
+            resolve(connection);
+          },
+          reject: fail,
+        });
+        try {
+          ws.send(encodeRequest(hello));
+        } catch (e) {
+          fail(new ConnectionLostError(`cannot send to ${url}: ${(e as Error).message}`));
+        }
+      });
+    });
+  }
+
+  get isOpen(): boolean {
+    return !this.closed && this.ws.readyState === WS_OPEN;
+  }
+
+  /**
+   * Sends one request and resolves with the node's response, ok or not. Rejects with
+   * ConnectionLostError when the socket goes or no answer comes within `timeoutMs`, and
+   * with the signal's reason when it aborts.
+   */
+  request(body: RequestBody, timeoutMs: number, signal?: AbortSignal): Promise<Response> {
+    return new Promise<Response>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      if (!this.isOpen) return reject(new ConnectionLostError(`connection to ${this.url} is closed`));
+      const id = this.nextId++;
+      const done = (): void => {
+        this.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.pending.delete(id);
+      };
+      const onAbort = (): void => {
+        done();
+        reject(signal?.reason);
+      };
+      const timer = this.clock.setTimeout(() => {
+        done();
+        reject(new ConnectionLostError(`no answer from ${this.url} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pending.set(id, {
+        resolve: (response) => {
+          done();
+          resolve(response);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+      });
+      try {
+        this.ws.send(encodeRequest({ ...body, id } as Request));
+      } catch (e) {
+        done();
+        reject(new ConnectionLostError(`cannot send to ${this.url}: ${(e as Error).message}`));
+      }
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.ws.close(1000, 'client closing');
+    } catch {
+      // already closing
+    }
+    // Do not wait for the close handshake: the owner treats the connection as gone now.
+    this.handleClosed();
+    for (const p of this.pending.values()) p.reject(new ConnectionLostError(`connection to ${this.url} closed`));
+    this.pending.clear();
+  }
+
+  private handleClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.onClose();
+  }
+}
+
+function toBytes(data: unknown): Uint8Array | null {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (Array.isArray(data) && data.every((d) => d instanceof Uint8Array)) return Buffer.concat(data as Uint8Array[]);
+  return null;
+}
+
+function parseHello(v: unknown): HelloResult | null {
+  if (typeof v !== 'object' || v === null) return null;
+  const r = v as Record<string, unknown>;
+  if (typeof r.nodeId !== 'string') return null;
+  const members = Array.isArray(r.members)
+    ? r.members.filter(
+        (m): m is { id: string; clientUrl: string } =>
+          typeof m === 'object' && m !== null && typeof m.id === 'string' && typeof m.clientUrl === 'string',
+      )
+    : [];
+  return {
+    nodeId: r.nodeId,
+    clusterId: typeof r.clusterId === 'string' ? r.clusterId : '',
+    leader: typeof r.leader === 'string' ? r.leader : null,
+    members,
+  };
+}
+
+/** True for errors that end the attempt on this node but say nothing about the request itself. */
+export function isConnectionLost(e: unknown): e is ConnectionLostError {
+  return e instanceof ConnectionLostError;
+}
+

@@ -1,0 +1,421 @@
+// Leader election on the lock table: campaign queues this client's session as a candidate
+// (FIFO); the leader's token is its epoch, usable as a fencing token. Observing keeps one
+// server subscription per election and folds events and reads into one ordered state.
+import type { ServerEvent } from '../transport/client-protocol.js';
+import { defaultDeadline, isRecord, type ClientCore } from './core.js';
+import {
+  ClientClosedError,
+  ConflictError,
+  FencedError,
+  InvalidArgumentError,
+  LockLostError,
+  NotHolderError,
+  PalisadeError,
+  SessionExpiredError,
+} from './errors.js';
+import { AsyncQueue } from './queue.js';
+import type { Session } from './session.js';
+import { LocalTurns } from './turns.js';
+
+/** Who leads an election: the leading session, its proclaimed value and its token (epoch). */
+export interface ElectionState {
+  readonly leader: number | null;
+  readonly value: string | null;
+  readonly token: number | null;
+}
+
+export interface CampaignOptions {
+  /** Abort to stop campaigning (rejects with the signal's reason). */
+  readonly signal?: AbortSignal;
+}
+
+/** A stream of leadership changes: the current state first, then each change in order. */
+export interface ElectionObserver extends AsyncIterableIterator<ElectionState> {
+  /** Resolves once the subscription is in place and the current state read. */
+  readonly ready: Promise<void>;
+  close(): void;
+}
+
+/** `index` is the event's log index, or null for a state read from a node (always current). */
+type StateListener = (state: ElectionState, index: number | null) => void;
+
+/** One server subscription to an election, shared by observers, campaigns and leaderships. */
+class ElectionWatch {
+  readonly name: string;
+  state: ElectionState | null = null;
+  refs = 0;
+  private lastIndex = 0;
+  private readonly listeners = new Set<StateListener>();
+
+  constructor(name: string) {
+    this.name = name;
+  }
+
+  listen(listener: StateListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  applyEvent(state: ElectionState, index: number): void {
+    // Events reach a client once per node it has been connected to: keep each index once.
+    if (index <= this.lastIndex) return;
+    this.lastIndex = index;
+    this.set(state, index);
+  }
+
+  /**
+   * A state a node read at least as late as every event it sent before the answer (events
+   * and answers share one ordered connection), so it supersedes them.
+   */
+  applyRead(state: ElectionState): void {
+    this.set(state, null);
+  }
+
+  private set(state: ElectionState, index: number | null): void {
+    this.state = state;
+    for (const listener of [...this.listeners]) listener(state, index);
+  }
+}
+
+function sameState(a: ElectionState | null, b: ElectionState): boolean {
+  return a !== null && a.leader === b.leader && a.value === b.value && a.token === b.token;
+}
+
+/** A won election. Its `token` (epoch) fences writes like a lock's. */
+export class Leadership {
+  readonly election: string;
+  /** The leader's epoch: the index of the entry that made this session leader. */
+  readonly token: number;
+  /** @internal */
+  readonly session: Session;
+  private currentValue: string;
+  private readonly core: ClientCore;
+  private readonly lost = new AbortController();
+  private resigning: Promise<void> | null = null;
+  private readonly detach: () => void;
+
+  /** @internal Created by Election.campaign. */
+  constructor(core: ClientCore, hub: ElectionHub, watch: ElectionWatch, session: Session, token: number, value: string) {
+    this.core = core;
+    this.election = watch.name;
+    this.token = token;
+    this.session = session;
+    this.currentValue = value;
+    const onSessionEnd = (): void => {
+      const reason: unknown = session.signal.reason;
+      this.markLost(`its session ended (${reason instanceof Error ? reason.message : 'unknown reason'})`, reason);
+    };
+    session.signal.addEventListener('abort', onSessionEnd, { once: true });
+    const unlisten = watch.listen((state, index) => {
+      // Events up to our own election are history; later ones, and reads, are news.
+      if (index !== null && index <= token) return;
+      if (state.leader !== session.id || state.token !== token) this.markLost('another leader took over');
+    });
+    this.detach = () => {
+      session.signal.removeEventListener('abort', onSessionEnd);
+      unlisten();
+      hub.release(watch);
+    };
+  }
+
+  /** The value this leader last proclaimed. */
+  get value(): string {
+    return this.currentValue;
+  }
+
+  /** Aborted when the leadership may be lost (as a lock's signal). */
+  get signal(): AbortSignal {
+    return this.lost.signal;
+  }
+
+  get held(): boolean {
+    return !this.lost.signal.aborted && this.session.isLive;
+  }
+
+  /** Throws LockLostError unless this client may still believe it leads. */
+  assertHeld(): void {
+    if (!this.lost.signal.aborted && !this.session.isLive) {
+      try {
+        this.core.sessions.checkLive(this.session);
+      } catch {
+        // expected: the session is over
+      }
+      this.markLost('the lease may have expired');
+    }
+    if (this.lost.signal.aborted) throw this.lostError();
+  }
+
+  /** Publishes a new value as the leader's; LockLostError if no longer leader. */
+  async proclaim(value: string): Promise<void> {
+    checkValue(value);
+    this.assertHeld();
+    try {
+      await this.core.sessions.sequenced(
+        () => ({ op: 'proclaim', election: this.election, token: this.token, value }),
+        { session: this.session, deadline: defaultDeadline(this.core) },
+      );
+    } catch (e) {
+      if (e instanceof NotHolderError || e instanceof FencedError || e instanceof ConflictError) {
+        this.markLost('the cluster says this session no longer leads', e);
+        throw this.lostError();
+      }
+      throw e;
+    }
+    this.currentValue = value;
+  }
+
+  /** Steps down. Idempotent; resolves once the cluster has a new leader (or none). */
+  resign(): Promise<void> {
+    this.resigning ??= this.doResign();
+    return this.resigning;
+  }
+
+  private async doResign(): Promise<void> {
+    const live = this.session.isLive;
+    this.markLost('resigned');
+    if (!live) return;
+    await resignByToken(this.core, this.session, this.election, this.token);
+  }
+
+  private markLost(why: string, cause?: unknown): void {
+    if (this.lost.signal.aborted) return;
+    this.lost.abort(new LockLostError(this.election, why, cause === undefined ? undefined : { cause }));
+    this.detach();
+  }
+
+  private lostError(): LockLostError {
+    const reason: unknown = this.lost.signal.reason;
+    return reason instanceof LockLostError ? reason : new LockLostError(this.election, 'resigned');
+  }
+}
+
+async function resignByToken(core: ClientCore, session: Session, election: string, token: number): Promise<void> {
+  try {
+    await core.sessions.sequenced(() => ({ op: 'resign', election, token }), { session, deadline: Infinity });
+  } catch (e) {
+    if (e instanceof NotHolderError || e instanceof ConflictError || e instanceof SessionExpiredError || e instanceof ClientClosedError) return;
+    throw e;
+  }
+}
+
+/** One election, as seen by one client. */
+export class Election {
+  readonly name: string;
+  private readonly core: ClientCore;
+  private readonly hub: ElectionHub;
+
+  /** @internal Created by LockClient.election. */
+  constructor(core: ClientCore, hub: ElectionHub, name: string) {
+    if (typeof name !== 'string' || name === '') throw new InvalidArgumentError('election name must be a non-empty string');
+    this.core = core;
+    this.hub = hub;
+    this.name = name;
+  }
+
+  /**
+   * Stands this client's session as a candidate and resolves once it leads. Candidates are
+   * served in the order they campaigned. A second campaign of the same client waits for the
+   * first's leadership to end.
+   */
+  async campaign(value: string, options: CampaignOptions = {}): Promise<Leadership> {
+    checkValue(value);
+    const { signal } = options;
+    const passTurn = await this.hub.turns.take(this.name, Infinity, this.core, signal);
+    const watch = this.hub.retain(this.name);
+    let handedOver = false;
+    try {
+      const session = await this.core.sessions.ensure(defaultDeadline(this.core), signal);
+      const result = await this.core.sessions.sequenced(() => ({ op: 'campaign', election: this.name, value }), {
+        session,
+        deadline: defaultDeadline(this.core),
+        ...(signal ? { signal } : {}),
+      });
+      const status = isRecord(result) ? result.status : undefined;
+      const index = isRecord(result) && typeof result.index === 'number' ? result.index : 0;
+      let token: number;
+      if (status === 'leader' && isRecord(result) && typeof result.token === 'number') {
+        token = result.token;
+      } else if (status === 'queued') {
+        try {
+          token = await waitForLeadership(watch, session, index, signal);
+        } catch (e) {
+          if (signal?.aborted && session.isLive) {
+            // The protocol has no way to leave the queue, so step down as soon as elected;
+            // the client's next campaign here waits for that.
+            handedOver = true;
+            void this.resignWhenElected(watch, session, index, passTurn);
+          }
+          throw e;
+        }
+      } else {
+        throw new PalisadeError('INTERNAL', 'malformed campaign answer');
+      }
+      const leadership = new Leadership(this.core, this.hub, watch, session, token, value);
+      handedOver = true;
+      leadership.signal.addEventListener('abort', passTurn, { once: true });
+      if (!session.isLive) leadership.assertHeld();
+      return leadership;
+    } finally {
+      if (!handedOver) {
+        this.hub.release(watch);
+        passTurn();
+      }
+    }
+  }
+
+  /** The current leader (linearizable read). */
+  async leader(): Promise<ElectionState> {
+    return parseState(await this.core.link.call(() => ({ op: 'leader', election: this.name }), { deadline: defaultDeadline(this.core) }));
+  }
+
+  /** Streams the leader: the current one first, then every change in order. */
+  observe(): ElectionObserver {
+    const watch = this.hub.retain(this.name);
+    let last: ElectionState | null = null;
+    const offer = (state: ElectionState): void => {
+      if (sameState(last, state)) return;
+      last = state;
+      queue.push(state);
+    };
+    const queue: AsyncQueue<ElectionState> = new AsyncQueue<ElectionState>(() => {
+      unlisten();
+      this.hub.observers.delete(queue);
+      this.hub.release(watch);
+    });
+    this.hub.observers.add(queue);
+    const unlisten = watch.listen((state) => offer(state));
+    if (watch.state) offer(watch.state);
+    const ready = this.hub.subscribed(watch).then(
+      () => {
+        if (watch.state) offer(watch.state);
+      },
+      (e: unknown) => {
+        queue.end(e);
+        throw e;
+      },
+    );
+    ready.catch(() => {});
+    return Object.assign(queue, { ready, close: () => void queue.return() });
+  }
+
+  private async resignWhenElected(watch: ElectionWatch, session: Session, queuedIndex: number, passTurn: () => void): Promise<void> {
+    try {
+      const token = await waitForLeadership(watch, session, queuedIndex);
+      await resignByToken(this.core, session, this.name, token);
+    } catch {
+      // The session ended: it left the queue with it.
+    } finally {
+      this.hub.release(watch);
+      passTurn();
+    }
+  }
+}
+
+/** Resolves with our token once the watch shows this session leading by an entry after `queuedIndex`. */
+function waitForLeadership(watch: ElectionWatch, session: Session, queuedIndex: number, signal?: AbortSignal): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const finish = (): void => {
+      unlisten();
+      signal?.removeEventListener('abort', onAbort);
+      session.signal.removeEventListener('abort', onSessionEnd);
+    };
+    const check = (state: ElectionState): void => {
+      // Our leadership's token is the entry that made us leader: after we queued.
+      if (state.leader === session.id && state.token !== null && state.token > queuedIndex) {
+        finish();
+        resolve(state.token);
+      }
+    };
+    const onAbort = (): void => {
+      finish();
+      reject(signal?.reason);
+    };
+    const onSessionEnd = (): void => {
+      finish();
+      reject(session.signal.reason);
+    };
+    const unlisten = watch.listen((state) => check(state));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    session.signal.addEventListener('abort', onSessionEnd, { once: true });
+    if (signal?.aborted) return onAbort();
+    if (session.signal.aborted) return onSessionEnd();
+    if (watch.state) check(watch.state);
+  });
+}
+
+/** Every election this client watches; one server subscription each. */
+export class ElectionHub {
+  readonly turns = new LocalTurns();
+  /** Open observe() streams, ended when the client closes. */
+  readonly observers = new Set<AsyncQueue<ElectionState>>();
+  private readonly core: ClientCore;
+  private readonly watches = new Map<string, ElectionWatch>();
+  private readonly subscriptions = new Map<ElectionWatch, Promise<void>>();
+
+  constructor(core: ClientCore) {
+    this.core = core;
+  }
+
+  /** The watch of `name`, subscribed if it is new. Pair with release(). */
+  retain(name: string): ElectionWatch {
+    let watch = this.watches.get(name);
+    if (!watch) {
+      watch = new ElectionWatch(name);
+      this.watches.set(name, watch);
+      this.subscribe(watch);
+    }
+    watch.refs++;
+    return watch;
+  }
+
+  release(watch: ElectionWatch): void {
+    if (--watch.refs > 0 || this.watches.get(watch.name) !== watch) return;
+    this.watches.delete(watch.name);
+    this.subscriptions.delete(watch);
+    this.core.link.call(() => ({ op: 'unobserve', election: watch.name }), { deadline: defaultDeadline(this.core) }).catch(() => {});
+  }
+
+  /** Resolves when the latest subscription of `watch` has been answered. */
+  subscribed(watch: ElectionWatch): Promise<void> {
+    return this.subscriptions.get(watch) ?? Promise.resolve();
+  }
+
+  handleEvent(e: Extract<ServerEvent, { event: 'electionChanged' }>): void {
+    this.watches.get(e.election)?.applyEvent({ leader: e.leader, value: e.value, token: e.token }, e.index);
+  }
+
+  /** A new connection carries no subscriptions: renew them; the answers re-read each state. */
+  resubscribeAll(): void {
+    for (const watch of this.watches.values()) this.subscribe(watch);
+  }
+
+  /** Ends every observer (the client is closing). */
+  endAll(): void {
+    for (const queue of [...this.observers]) queue.end();
+  }
+
+  private subscribe(watch: ElectionWatch): void {
+    const done = this.core.link
+      .call(() => ({ op: 'observe', election: watch.name }), { deadline: defaultDeadline(this.core) })
+      .then((result) => {
+        if (this.watches.get(watch.name) === watch) watch.applyRead(parseState(result));
+      });
+    done.catch(() => {
+      // The next reconnect subscribes again.
+    });
+    this.subscriptions.set(watch, done);
+  }
+}
+
+function parseState(v: unknown): ElectionState {
+  if (!isRecord(v)) throw new PalisadeError('INTERNAL', 'malformed election answer');
+  return {
+    leader: typeof v.leader === 'number' ? v.leader : null,
+    value: typeof v.value === 'string' ? v.value : null,
+    token: typeof v.token === 'number' ? v.token : null,
+  };
+}
+
+function checkValue(value: string): void {
+  if (typeof value !== 'string') throw new InvalidArgumentError('an election value must be a string');
+}

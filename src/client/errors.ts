@@ -1,0 +1,177 @@
+// Errors the SDK throws. Each has a stable `code` so callers can branch without parsing
+// messages. Wire codes map onto these in errorFromWire; NOT_LEADER never reaches a caller
+// (the SDK retries it on the leader) and UNKNOWN_SESSION surfaces as SessionExpiredError.
+import type { ErrorCode, WireError } from '../transport/client-protocol.js';
+
+/** Codes of SDK errors: the wire's, plus the ones only the client can decide. */
+export type ClientErrorCode =
+  | ErrorCode
+  | 'SESSION_EXPIRED'
+  | 'LOCK_TIMEOUT'
+  | 'LOCK_LOST'
+  | 'IN_DOUBT'
+  | 'CLIENT_CLOSED';
+
+export interface PalisadeErrorOptions {
+  readonly cause?: unknown;
+}
+
+/** Base class of every error the SDK throws (except StaleTokenError, which belongs to the fence). */
+export class PalisadeError extends Error {
+  readonly code: ClientErrorCode;
+
+  constructor(code: ClientErrorCode, message: string, options: PalisadeErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'PalisadeError';
+    this.code = code;
+  }
+}
+
+/** No node could serve the request before the deadline; it was not applied. */
+export class UnavailableError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('UNAVAILABLE', message, options);
+    this.name = 'UnavailableError';
+  }
+}
+
+/** The deadline passed without a definite answer: the operation may or may not have happened. */
+export class TimeoutError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('TIMEOUT', message, options);
+    this.name = 'TimeoutError';
+  }
+}
+
+/** acquire's waitMs passed before the lock was granted (nothing is left held or queued). */
+export class LockTimeoutError extends PalisadeError {
+  readonly lockName: string;
+  constructor(lockName: string, waitMs: number) {
+    super('LOCK_TIMEOUT', `lock ${JSON.stringify(lockName)} was not granted within ${waitMs} ms`);
+    this.name = 'LockTimeoutError';
+    this.lockName = lockName;
+  }
+}
+
+/** The session ended (expired on the server, closed, or no longer vouched for by the client). */
+export class SessionExpiredError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('SESSION_EXPIRED', message, options);
+    this.name = 'SessionExpiredError';
+  }
+}
+
+export class InvalidArgumentError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('INVALID_ARGUMENT', message, options);
+    this.name = 'InvalidArgumentError';
+  }
+}
+
+/** A release, proclaim or resign by a session that does not hold the lock with that token. */
+export class NotHolderError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('NOT_HOLDER', message, options);
+    this.name = 'NotHolderError';
+  }
+}
+
+/** A fenced write was refused: the lock is not held with the given token right now. */
+export class FencedError extends PalisadeError {
+  /** The token the lock has now (null when free). */
+  readonly currentToken: number | null;
+  constructor(message: string, currentToken: number | null, options?: PalisadeErrorOptions) {
+    super('FENCED', message, options);
+    this.name = 'FencedError';
+    this.currentToken = currentToken;
+  }
+}
+
+/** ifRevision did not match the key's current revision. */
+export class ConflictError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('CONFLICT', message, options);
+    this.name = 'ConflictError';
+  }
+}
+
+/** The lock (or leadership) handle was released or may have been lost; it can no longer be used. */
+export class LockLostError extends PalisadeError {
+  readonly lockName: string;
+  constructor(lockName: string, why: string, options?: PalisadeErrorOptions) {
+    super('LOCK_LOST', `lock ${JSON.stringify(lockName)} is no longer held: ${why}`, options);
+    this.name = 'LockLostError';
+    this.lockName = lockName;
+  }
+}
+
+/**
+ * lock.once found an earlier attempt of the operation that began and never completed: its
+ * effect may or may not have happened. Check the resource with `idempotencyKey`, or pass
+ * `inDoubt: 'retry-same-key'` to run again with the same key.
+ */
+export class InDoubtError extends PalisadeError {
+  readonly opKey: string;
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+  /** The fencing token of the holder that began the earlier attempt. */
+  readonly token: number;
+  constructor(opKey: string, idempotencyKey: string, attempt: number, token: number) {
+    super('IN_DOUBT', `operation ${JSON.stringify(opKey)} (key ${idempotencyKey}) began before and may or may not have taken effect`);
+    this.name = 'InDoubtError';
+    this.opKey = opKey;
+    this.idempotencyKey = idempotencyKey;
+    this.attempt = attempt;
+    this.token = token;
+  }
+}
+
+export class PermissionDeniedError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('PERMISSION_DENIED', message, options);
+    this.name = 'PermissionDeniedError';
+  }
+}
+
+export class UnauthenticatedError extends PalisadeError {
+  constructor(message: string, options?: PalisadeErrorOptions) {
+    super('UNAUTHENTICATED', message, options);
+    this.name = 'UnauthenticatedError';
+  }
+}
+
+/** The client was closed while the operation was pending, or used after close(). */
+export class ClientClosedError extends PalisadeError {
+  constructor() {
+    super('CLIENT_CLOSED', 'the client is closed');
+    this.name = 'ClientClosedError';
+  }
+}
+
+/** The typed error for a node's error answer. */
+export function errorFromWire(error: WireError): PalisadeError {
+  const message = error.message;
+  switch (error.code) {
+    case 'UNAVAILABLE':
+    case 'NOT_LEADER':
+      return new UnavailableError(message);
+    case 'TIMEOUT':
+      return new TimeoutError(message);
+    case 'UNKNOWN_SESSION':
+      return new SessionExpiredError(message);
+    case 'INVALID_ARGUMENT':
+      return new InvalidArgumentError(message);
+    case 'NOT_HOLDER':
+      return new NotHolderError(message);
+    case 'FENCED':
+      return new FencedError(message, error.currentToken ?? null);
+    case 'CONFLICT':
+      return new ConflictError(message);
+    case 'PERMISSION_DENIED':
+      return new PermissionDeniedError(message);
+    case 'UNAUTHENTICATED':
+      return new UnauthenticatedError(message);
+    default:
+      return new PalisadeError(error.code, message);
+  }
+}

@@ -1,0 +1,315 @@
+// The client's line to the cluster: keeps one connection to some node, moves to another
+// when it breaks or the node cannot serve, and retries a request there until it gets a
+// definite answer or the caller's deadline passes. Requests are retried verbatim (the
+// session layer builds each with a fixed seq), so a retry is idempotent on the server.
+import type { HelloResult, ServerEvent, WireError } from '../transport/client-protocol.js';
+import { sleep, type Clock } from './clock.js';
+import { Connection, ConnectionLostError, type RequestBody, type WebSocketConstructor } from './connection.js';
+import {
+  ClientClosedError,
+  errorFromWire,
+  PalisadeError,
+  PermissionDeniedError,
+  TimeoutError,
+  UnauthenticatedError,
+  UnavailableError,
+} from './errors.js';
+
+export interface LinkOptions {
+  readonly endpoints: readonly string[];
+  readonly WebSocket: WebSocketConstructor;
+  readonly clock: Clock;
+  readonly random: () => number;
+  readonly connectTimeoutMs: number;
+  /** How long one attempt on one node may go unanswered before the node is given up. */
+  readonly attemptTimeoutMs: number;
+  readonly backoffInitialMs: number;
+  readonly backoffMaxMs: number;
+  /** Move to the leader when a node's hello names one (writes then skip a forwarding hop). */
+  readonly preferLeader: boolean;
+  readonly authToken?: string;
+}
+
+export interface LinkHooks {
+  onEvent(event: ServerEvent): void;
+  /** Runs on each new connection before it serves callers (re-attaches the session). Throwing rejects the node. */
+  prepare(connection: Connection): Promise<void>;
+  /** A new connection is serving callers: re-subscribe, re-read what may have been missed. */
+  onReady(connection: Connection): void;
+}
+
+export interface CallOptions {
+  /** On the link's clock; Infinity for "until answered". */
+  readonly deadline: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Codes after which the same request is tried on another node. */
+const RETRY_ELSEWHERE = new Set<WireError['code']>(['NOT_LEADER', 'UNAVAILABLE', 'TIMEOUT']);
+
+class DeadlinePassed extends Error {}
+
+export class ClusterLink {
+  private readonly options: LinkOptions;
+  private readonly hooks: LinkHooks;
+  private readonly clock: Clock;
+  private readonly endpoints: string[];
+  private cursor: number;
+  /** Where to connect next, ahead of the rotation (a leader hint). */
+  private preferredUrl: string | null = null;
+  /** The connection serving callers, once prepared. */
+  private current: Connection | null = null;
+  private connecting = false;
+  /** Consecutive failures since the last ok answer; drives backoff. */
+  private failures = 0;
+  private closed = false;
+  /** An error no other node will cure (bad credentials): every caller gets it. */
+  private fatal: PalisadeError | null = null;
+  private readonly changeListeners = new Set<() => void>();
+  private readonly stopping = new AbortController();
+
+  constructor(options: LinkOptions, hooks: LinkHooks) {
+    if (options.endpoints.length === 0) throw new TypeError('at least one endpoint is needed');
+    this.options = options;
+    this.hooks = hooks;
+    this.clock = options.clock;
+    this.endpoints = [...new Set(options.endpoints)];
+    this.cursor = Math.floor(options.random() * this.endpoints.length);
+  }
+
+  /** The node currently serving this client, if any. */
+  get connectedUrl(): string | null {
+    return this.current?.isOpen ? this.current.url : null;
+  }
+
+  start(): void {
+    this.ensureConnecting();
+  }
+
+  /**
+   * Sends the request built by `makeBody` until a node gives a definite answer. Resolves
+   * with the result; rejects with the typed error of a definite refusal, UnavailableError
+   * when the deadline passed and the request never reached a node that could apply it,
+   * TimeoutError when it passed with the outcome unknown.
+   */
+  async call(makeBody: () => RequestBody, options: CallOptions): Promise<unknown> {
+    const { deadline, signal } = options;
+    let inDoubt = false;
+    let lastError: unknown;
+    for (;;) {
+      signal?.throwIfAborted();
+      const remaining = deadline - this.clock.now();
+      if (remaining <= 0) {
+        throw inDoubt
+          ? new TimeoutError('no definite answer before the deadline: the request may or may not have been applied', { cause: lastError })
+          : new UnavailableError('no node could serve the request before the deadline', { cause: lastError });
+      }
+      let connection: Connection;
+      try {
+        connection = await this.ready(deadline, signal);
+      } catch (e) {
+        if (e instanceof DeadlinePassed) continue;
+        throw e;
+      }
+      let response;
+      try {
+        response = await connection.request(makeBody(), Math.min(this.options.attemptTimeoutMs, remaining), signal);
+      } catch (e) {
+        if (!(e instanceof ConnectionLostError)) throw e;
+        inDoubt = true;
+        lastError = e;
+        this.abandon(connection);
+        continue;
+      }
+      if (response.ok) {
+        this.failures = 0;
+        return response.result;
+      }
+      const error = response.error;
+      lastError = errorFromWire(error);
+      if (RETRY_ELSEWHERE.has(error.code)) {
+        if (error.code === 'TIMEOUT') inDoubt = true;
+        this.abandon(connection, error.leaderHint);
+        continue;
+      }
+      if (error.code === 'RATE_LIMITED') {
+        this.failures++;
+        await sleep(this.clock, Math.min(this.backoffDelay(), remaining), signal);
+        continue;
+      }
+      throw lastError;
+    }
+  }
+
+  /** Drops `connection` (if it is still the current one) and connects elsewhere, to `hint` first. */
+  abandon(connection: Connection, hint?: WireError['leaderHint']): void {
+    if (hint?.clientUrl) this.preferEndpoint(hint.clientUrl);
+    connection.close(); // its onClose moves the link on
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopping.abort(new ClientClosedError());
+    this.current?.close();
+    this.current = null;
+    this.notifyChange();
+  }
+
+  /** The prepared connection, waiting for one until the deadline. */
+  private async ready(deadline: number, signal?: AbortSignal): Promise<Connection> {
+    for (;;) {
+      if (this.closed) throw new ClientClosedError();
+      if (this.fatal) throw this.fatal;
+      if (this.current?.isOpen) return this.current;
+      this.ensureConnecting();
+      await this.waitForChange(deadline, signal);
+    }
+  }
+
+  private waitForChange(deadline: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const finish = (): void => {
+        this.changeListeners.delete(onChange);
+        if (timer !== undefined) this.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onChange = (): void => {
+        finish();
+        resolve();
+      };
+      const onAbort = (): void => {
+        finish();
+        reject(signal?.reason);
+      };
+      const timer =
+        deadline === Infinity
+          ? undefined
+          : this.clock.setTimeout(() => {
+              finish();
+              reject(new DeadlinePassed());
+            }, deadline - this.clock.now());
+      this.changeListeners.add(onChange);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private notifyChange(): void {
+    for (const listener of [...this.changeListeners]) listener();
+  }
+
+  private ensureConnecting(): void {
+    if (this.closed || this.connecting || this.current?.isOpen) return;
+    this.connecting = true;
+    void this.connectLoop().finally(() => {
+      this.connecting = false;
+      this.notifyChange();
+    });
+  }
+
+  private async connectLoop(): Promise<void> {
+    let redirectedToLeader = false;
+    while (!this.closed) {
+      const delay = this.backoffDelay();
+      if (delay > 0) {
+        try {
+          await sleep(this.clock, delay, this.stopping.signal);
+        } catch {
+          return;
+        }
+      }
+      const url = this.nextEndpoint();
+      let connection: Connection;
+      try {
+        connection = await Connection.open(url, {
+          WebSocket: this.options.WebSocket,
+          clock: this.clock,
+          connectTimeoutMs: this.options.connectTimeoutMs,
+          ...(this.options.authToken === undefined ? {} : { authToken: this.options.authToken }),
+        });
+      } catch (e) {
+        if (e instanceof UnauthenticatedError || e instanceof PermissionDeniedError) {
+          this.fatal = e;
+          return;
+        }
+        this.failures++;
+        continue;
+      }
+      if (this.closed) {
+        connection.close();
+        return;
+      }
+      this.learnMembers(connection.hello);
+      const leaderUrl = this.leaderUrl(connection.hello);
+      if (this.options.preferLeader && !redirectedToLeader && leaderUrl !== null && leaderUrl !== url) {
+        // Once per round: a stale hello must not bounce the client between nodes.
+        redirectedToLeader = true;
+        this.preferEndpoint(leaderUrl);
+        connection.close();
+        continue;
+      }
+      connection.onEvent = (event) => this.hooks.onEvent(event);
+      connection.onClose = () => this.connectionClosed(connection);
+      try {
+        await this.hooks.prepare(connection);
+      } catch (e) {
+        if (e instanceof ConnectionLostError && e.leaderHint) this.preferEndpoint(e.leaderHint.clientUrl);
+        connection.close();
+        this.failures++;
+        continue;
+      }
+      if (!connection.isOpen || this.closed) {
+        this.failures++;
+        continue;
+      }
+      this.current = connection;
+      this.notifyChange();
+      this.hooks.onReady(connection);
+      return;
+    }
+  }
+
+  private connectionClosed(connection: Connection): void {
+    if (this.current !== connection) return;
+    this.current = null;
+    this.failures++;
+    this.ensureConnecting();
+  }
+
+  private backoffDelay(): number {
+    // The first retry goes at once (usually to another node or to the leader's hint);
+    // after that, exponential with jitter so a fleet of clients does not stampede.
+    if (this.failures <= 1) return 0;
+    const base = Math.min(this.options.backoffMaxMs, this.options.backoffInitialMs * 2 ** Math.min(this.failures - 2, 20));
+    return base * (0.5 + 0.5 * this.options.random());
+  }
+
+  private nextEndpoint(): string {
+    if (this.preferredUrl !== null) {
+      const url = this.preferredUrl;
+      this.preferredUrl = null;
+      return url;
+    }
+    const url = this.endpoints[this.cursor % this.endpoints.length]!;
+    this.cursor = (this.cursor + 1) % this.endpoints.length;
+    return url;
+  }
+
+  private preferEndpoint(url: string): void {
+    this.preferredUrl = url;
+    if (!this.endpoints.includes(url)) this.endpoints.push(url);
+  }
+
+  /** A node's member list names nodes the caller may not have listed: fail over to them too. */
+  private learnMembers(hello: HelloResult): void {
+    for (const member of hello.members) {
+      if (member.clientUrl && !this.endpoints.includes(member.clientUrl)) this.endpoints.push(member.clientUrl);
+    }
+  }
+
+  private leaderUrl(hello: HelloResult): string | null {
+    if (hello.leader === null || hello.leader === hello.nodeId) return null;
+    return hello.members.find((m) => m.id === hello.leader)?.clientUrl ?? null;
+  }
+}

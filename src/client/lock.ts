@@ -1,0 +1,533 @@
+// Locks: acquiring (at once, or queued until a `granted` event), the Lock handle, and the
+// bookkeeping that keeps a grant from leaking when a caller gives up or a connection drops.
+//
+// Within one client, acquires of one name take turns (FIFO) before they reach the cluster:
+// one session holds a name once, so a second handle to the same grant would be a lie.
+import type { AcquireResult, Fence, Holder, LockInfo, LockMode, ServerEvent } from '../transport/client-protocol.js';
+import { defaultDeadline, isRecord, type ClientCore } from './core.js';
+import {
+  ConflictError,
+  FencedError,
+  InvalidArgumentError,
+  LockLostError,
+  LockTimeoutError,
+  NotHolderError,
+  PalisadeError,
+  SessionExpiredError,
+  TimeoutError,
+  UnavailableError,
+  ClientClosedError,
+} from './errors.js';
+import {
+  deleteKey,
+  putKey,
+  runOnce,
+  type DeleteResult,
+  type FenceHolder,
+  type KvValue,
+  type OnceFn,
+  type OnceOptions,
+  type PutResult,
+} from './kv.js';
+import type { Session } from './session.js';
+import { LocalTurns, TurnTimeout } from './turns.js';
+
+export interface AcquireOptions {
+  /**
+   * Advisory: a lock lives as long as the client's session, whose TTL is set once at
+   * connect (LockClient options `ttlMs`). Accepted for symmetry with other lock services.
+   */
+  readonly ttlMs?: number;
+  /** Give up after this long (LockTimeoutError); default: wait as long as it takes. */
+  readonly waitMs?: number;
+  readonly mode?: LockMode;
+  /** Shared mode only: at most this many holders at once (a semaphore). */
+  readonly limit?: number;
+  /** If the holder's session expires while holding, the lock stays unavailable this long. */
+  readonly lockDelayMs?: number;
+  /** Abort to stop waiting (rejects with the signal's reason; nothing is left held or queued). */
+  readonly signal?: AbortSignal;
+}
+
+export type TryAcquireOptions = Omit<AcquireOptions, 'waitMs'>;
+
+export interface LockPutOptions {
+  readonly ifRevision?: number;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * A granted lock. The lock is a belief; `token` is what a protected resource enforces:
+ * send it with every write and let the resource (FenceGuard) refuse lower ones.
+ */
+export class Lock implements FenceHolder {
+  readonly name: string;
+  /** The fencing token: the log index of the entry that granted this lock. Grows cluster-wide. */
+  readonly token: number;
+  readonly mode: LockMode;
+  /** @internal */
+  readonly session: Session;
+  private readonly core: ClientCore;
+  private readonly lost = new AbortController();
+  private releasing: Promise<void> | null = null;
+  private readonly onSessionEnd: () => void;
+  private readonly onGone: (lock: Lock) => void;
+
+  /** @internal Created by LockTable. */
+  constructor(core: ClientCore, session: Session, name: string, token: number, mode: LockMode, onGone: (lock: Lock) => void) {
+    this.core = core;
+    this.session = session;
+    this.name = name;
+    this.token = token;
+    this.mode = mode;
+    this.onGone = onGone;
+    this.onSessionEnd = () => {
+      const reason: unknown = session.signal.reason;
+      this.markLost(`its session ended (${reason instanceof Error ? reason.message : 'unknown reason'})`, reason);
+    };
+    session.signal.addEventListener('abort', this.onSessionEnd, { once: true });
+  }
+
+  /**
+   * Aborted when the lease may be lost: at the client's safe deadline without an
+   * acknowledged keepalive, when the session expires, when the cluster frees the lock, or
+   * on release. Hand it to work done under the lock (fetch, streams) so it stops then.
+   */
+  get signal(): AbortSignal {
+    return this.lost.signal;
+  }
+
+  /** True while the client may believe it holds the lock (checked against the clock now). */
+  get held(): boolean {
+    return !this.lost.signal.aborted && this.session.isLive;
+  }
+
+  /** This lock as a fence for guarded writes. */
+  get fence(): Fence {
+    return { lock: this.name, token: this.token };
+  }
+
+  /** Throws LockLostError unless the lock is still believed held. */
+  assertHeld(): void {
+    if (!this.lost.signal.aborted && !this.session.isLive) {
+      // The deadline passed before its timer ran (say, the process was paused): act on it
+      // now. Ending the session loses this lock through its listener.
+      try {
+        this.core.sessions.checkLive(this.session);
+      } catch {
+        // expected: the session is over
+      }
+      this.markLost('the lease may have expired');
+    }
+    if (this.lost.signal.aborted) throw this.lostError();
+  }
+
+  /**
+   * Releases the lock. Idempotent; resolves once the cluster has freed it (or the session
+   * it belonged to is over, which frees it too). The handle is unusable from the call on.
+   */
+  release(): Promise<void> {
+    this.releasing ??= this.doRelease();
+    return this.releasing;
+  }
+
+  /** put fenced by this lock: applies only while this lock is held with this token. */
+  put(key: string, value: KvValue, options: LockPutOptions = {}): Promise<PutResult> {
+    return putKey(this.core, key, value, { ...options, fence: this });
+  }
+
+  /** delete fenced by this lock. */
+  delete(key: string, options: LockPutOptions = {}): Promise<DeleteResult> {
+    return deleteKey(this.core, key, { ...options, fence: this });
+  }
+
+  /**
+   * Runs `fn` at most once for `opKey` among all holders of this lock (the ledger). A
+   * recorded result is returned without running fn. See OnceOptions for in-doubt attempts.
+   */
+  once<T>(opKey: string, fn: OnceFn<T>, options?: OnceOptions): Promise<T> {
+    return runOnce(this.core, this, opKey, fn, options);
+  }
+
+  /** @internal */
+  fencedOut(cause: FencedError): LockLostError {
+    this.markLost(`the cluster refused its token (current token ${cause.currentToken ?? 'none'})`, cause);
+    return this.lostError();
+  }
+
+  /** @internal The lock is gone (or may be): abort the signal and free the name locally. */
+  markLost(why: string, cause?: unknown): void {
+    if (this.lost.signal.aborted) return;
+    this.session.signal.removeEventListener('abort', this.onSessionEnd);
+    this.lost.abort(new LockLostError(this.name, why, cause === undefined ? undefined : { cause }));
+    if (!this.releasing) this.onGone(this);
+  }
+
+  private lostError(): LockLostError {
+    const reason: unknown = this.lost.signal.reason;
+    return reason instanceof LockLostError ? reason : new LockLostError(this.name, 'released');
+  }
+
+  private async doRelease(): Promise<void> {
+    this.session.signal.removeEventListener('abort', this.onSessionEnd);
+    this.lost.abort(new LockLostError(this.name, 'released'));
+    try {
+      // Even a handle already lost (fenced, or freed by the cluster) is released by token
+      // while its session lives: harmless if it is gone, and nothing can stay held.
+      if (this.session.isLive) {
+        await releaseByToken(this.core, this.session, this.name, this.token);
+      }
+    } finally {
+      this.onGone(this);
+    }
+  }
+}
+
+/**
+ * Releases `token` of `name` for `session`, retrying until the cluster answers or the
+ * session is over. NOT_HOLDER and an ended session mean it is not held: done.
+ */
+async function releaseByToken(core: ClientCore, session: Session, name: string, token: number): Promise<void> {
+  try {
+    await core.sessions.sequenced(() => ({ op: 'release', name, token }), { session, deadline: Infinity });
+  } catch (e) {
+    if (e instanceof NotHolderError || e instanceof SessionExpiredError || e instanceof ClientClosedError) return;
+    throw e;
+  }
+}
+
+// ---- acquiring --------------------------------------------------------------------------------
+
+class WaitTimeout extends Error {}
+
+/** An acquire in flight: where its grant will be recorded, whichever way it arrives. */
+class Waiter {
+  readonly session: Session;
+  /** Index of the entry that queued us; a grant counts only from a later entry. */
+  queuedIndex: number | null = null;
+  /** Highest-index `granted` event seen for this name (it may precede the `queued` answer). */
+  grantEvent: { token: number; index: number } | null = null;
+  /** Grant confirmed by reading the lock after a reconnect. */
+  confirmedToken: number | null = null;
+  wake: () => void = () => {};
+
+  constructor(session: Session) {
+    this.session = session;
+  }
+
+  get grantedToken(): number | null {
+    if (this.confirmedToken !== null) return this.confirmedToken;
+    if (this.queuedIndex !== null && this.grantEvent && this.grantEvent.index > this.queuedIndex) return this.grantEvent.token;
+    return null;
+  }
+}
+
+/** Every lock and pending acquire of one client. */
+export class LockTable {
+  private readonly core: ClientCore;
+  private readonly turns = new LocalTurns();
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly held = new Map<string, { lock: Lock; passTurn: () => void }>();
+
+  constructor(core: ClientCore) {
+    this.core = core;
+  }
+
+  async acquire(name: string, options: AcquireOptions = {}): Promise<Lock> {
+    checkAcquire(name, options);
+    const { clock } = this.core;
+    const waitMs = options.waitMs;
+    const waitDeadline = waitMs === undefined ? Infinity : clock.now() + waitMs;
+    let passTurn: () => void;
+    try {
+      passTurn = await this.turns.take(name, waitDeadline, this.core, options.signal);
+    } catch (e) {
+      if (e instanceof TurnTimeout) throw new LockTimeoutError(name, waitMs ?? 0);
+      throw e;
+    }
+    try {
+      return await this.acquireRemote(name, options, waitDeadline, passTurn);
+    } catch (e) {
+      passTurn();
+      throw e;
+    }
+  }
+
+  async tryAcquire(name: string, options: TryAcquireOptions = {}): Promise<Lock | null> {
+    checkAcquire(name, options);
+    const passTurn = this.turns.tryTake(name);
+    if (!passTurn) return null; // this client holds or is acquiring it
+    try {
+      const session = await this.core.sessions.ensure(defaultDeadline(this.core), options.signal);
+      const waiter = this.register(name, session);
+      try {
+        const result = parseAcquireResult(
+          await this.core.sessions.sequenced(() => acquireBody(name, options, false), {
+            session,
+            deadline: defaultDeadline(this.core),
+            ...(options.signal ? { signal: options.signal } : {}),
+          }),
+        );
+        if (result.status === 'granted') return this.grant(session, name, result.token, options.mode ?? 'exclusive', passTurn);
+        if (result.status === 'busy') {
+          passTurn();
+          return null;
+        }
+        // wait:false never queues; if a node did, undo it rather than leave a waiter behind.
+        waiter.queuedIndex = result.index;
+        await this.withdraw(name, waiter);
+        passTurn();
+        return null;
+      } finally {
+        this.unregister(name, waiter);
+      }
+    } catch (e) {
+      passTurn();
+      throw e;
+    }
+  }
+
+  /** A granted/released event for the client's current session. */
+  handleEvent(e: Extract<ServerEvent, { event: 'granted' | 'released' }>): void {
+    if (e.event === 'granted') {
+      const waiter = this.waiters.get(e.name);
+      if (waiter && waiter.session.id === e.session) {
+        if (!waiter.grantEvent || e.index > waiter.grantEvent.index) waiter.grantEvent = { token: e.token, index: e.index };
+        waiter.wake();
+        return;
+      }
+      const held = this.held.get(e.name);
+      if (held && held.lock.token === e.token) return; // a repeat of our own grant
+      // Nobody here asked for this grant any more (a caller gave up while it was in
+      // flight): free it rather than hold it for nobody.
+      const session = this.core.sessions.active;
+      if (session && session.id === e.session) void releaseByToken(this.core, session, e.name, e.token).catch(() => {});
+      return;
+    }
+    const held = this.held.get(e.name);
+    if (held && held.lock.token === e.token && held.lock.session.id === e.session) {
+      held.lock.markLost(`the cluster released it (${e.reason})`);
+    }
+  }
+
+  /** After a reconnect: a grant may have happened while no connection carried its event. */
+  recheckWaiters(): void {
+    for (const [name, waiter] of this.waiters) {
+      if (waiter.queuedIndex === null || waiter.grantedToken !== null) continue;
+      void this.readGrant(name, waiter.session)
+        .then((token) => {
+          if (token !== null && this.waiters.get(name) === waiter) {
+            waiter.confirmedToken = token;
+            waiter.wake();
+          }
+        })
+        .catch(() => {
+          // The next reconnect reads again; events cover the rest.
+        });
+    }
+  }
+
+  private async acquireRemote(name: string, options: AcquireOptions, waitDeadline: number, passTurn: () => void): Promise<Lock> {
+    const { clock, sessions } = this.core;
+    const mode = options.mode ?? 'exclusive';
+    // With waitMs the caller bounded everything, the request included; without, the request
+    // itself (not the wait for the grant) gets the client's request timeout.
+    const requestDeadline = options.waitMs === undefined ? defaultDeadline(this.core) : waitDeadline;
+    const session = await sessions.ensure(requestDeadline, options.signal);
+    const waiter = this.register(name, session);
+    try {
+      let result: AcquireResult;
+      try {
+        result = parseAcquireResult(
+          await sessions.sequenced(() => acquireBody(name, options, true), {
+            session,
+            deadline: requestDeadline,
+            ...(options.signal ? { signal: options.signal } : {}),
+          }),
+        );
+      } catch (e) {
+        // In doubt (it may have queued or granted after all): undo whatever it did.
+        if (e instanceof TimeoutError || options.signal?.aborted) await this.withdraw(name, waiter);
+        if ((e instanceof TimeoutError || e instanceof UnavailableError) && clock.now() >= waitDeadline) {
+          throw new LockTimeoutError(name, options.waitMs ?? 0);
+        }
+        throw e;
+      }
+      if (result.status === 'granted') return this.grant(session, name, result.token, mode, passTurn);
+      if (result.status === 'busy') throw new PalisadeError('INTERNAL', 'a waiting acquire was answered busy');
+      waiter.queuedIndex = result.index;
+      try {
+        const token = await this.waitForGrant(waiter, waitDeadline, options.signal);
+        return this.grant(session, name, token, mode, passTurn);
+      } catch (e) {
+        if (e instanceof WaitTimeout || options.signal?.aborted) {
+          await this.withdraw(name, waiter);
+          if (e instanceof WaitTimeout) throw new LockTimeoutError(name, options.waitMs ?? 0);
+        }
+        throw e;
+      }
+    } finally {
+      this.unregister(name, waiter);
+    }
+  }
+
+  /** Resolves with the granted token; rejects on deadline (WaitTimeout), abort, session end or close. */
+  private waitForGrant(waiter: Waiter, deadline: number, signal?: AbortSignal): Promise<number> {
+    const { clock } = this.core;
+    return new Promise<number>((resolve, reject) => {
+      const finish = (): void => {
+        waiter.wake = () => {};
+        if (timer !== undefined) clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        waiter.session.signal.removeEventListener('abort', onSessionEnd);
+      };
+      const check = (): void => {
+        const token = waiter.grantedToken;
+        if (token !== null) {
+          finish();
+          resolve(token);
+        }
+      };
+      const onAbort = (): void => {
+        finish();
+        reject(signal?.reason);
+      };
+      const onSessionEnd = (): void => {
+        finish();
+        reject(waiter.session.signal.reason);
+      };
+      const timer =
+        deadline === Infinity
+          ? undefined
+          : clock.setTimeout(() => {
+              finish();
+              reject(new WaitTimeout());
+            }, deadline - clock.now());
+      waiter.wake = check;
+      signal?.addEventListener('abort', onAbort, { once: true });
+      waiter.session.signal.addEventListener('abort', onSessionEnd, { once: true });
+      if (signal?.aborted) return onAbort();
+      if (waiter.session.signal.aborted) return onSessionEnd();
+      check();
+    });
+  }
+
+  /**
+   * Takes back an acquire the caller gave up on: cancelWait; if the grant won the race
+   * (CONFLICT "not waiting", or a grant event already here), release it. Waits for the
+   * answers, so nothing is left held or queued when the caller hears of the timeout.
+   */
+  private async withdraw(name: string, waiter: Waiter): Promise<void> {
+    const { session } = waiter;
+    if (!session.isLive) return; // its end frees everything
+    const deadline = defaultDeadline(this.core);
+    let mayHold = false;
+    try {
+      await this.core.sessions.sequenced(() => ({ op: 'cancelWait', name }), { session, deadline });
+    } catch (e) {
+      if (!(e instanceof ConflictError)) {
+        // Unknown outcome: if the grant comes later, the orphan-grant path releases it.
+        if (e instanceof SessionExpiredError || e instanceof ClientClosedError) return;
+        if (!(e instanceof PalisadeError)) throw e;
+        return;
+      }
+      mayHold = true; // not waiting: granted meanwhile, or never queued
+    }
+    let token = waiter.grantEvent?.token ?? null;
+    if (token === null && mayHold) {
+      token = await this.readGrant(name, session).catch(() => null);
+    }
+    if (token !== null) await releaseByToken(this.core, session, name, token).catch(() => {});
+  }
+
+  /** The token `session` holds `name` with, by a linearizable read, or null. */
+  private async readGrant(name: string, session: Session): Promise<number | null> {
+    const info = await readLock(this.core, name);
+    return info.holders.find((h) => h.session === session.id)?.token ?? null;
+  }
+
+  private register(name: string, session: Session): Waiter {
+    const waiter = new Waiter(session);
+    this.waiters.set(name, waiter);
+    return waiter;
+  }
+
+  private unregister(name: string, waiter: Waiter): void {
+    if (this.waiters.get(name) === waiter) this.waiters.delete(name);
+  }
+
+  private grant(session: Session, name: string, token: number, mode: LockMode, passTurn: () => void): Lock {
+    const lock = new Lock(this.core, session, name, token, mode, (gone) => {
+      const entry = this.held.get(gone.name);
+      if (entry?.lock === gone) {
+        this.held.delete(gone.name);
+        entry.passTurn();
+      }
+    });
+    this.held.set(name, { lock, passTurn });
+    if (!session.isLive) {
+      // Granted just as the session ended: the grant went with it.
+      lock.markLost('its session ended as it was granted');
+      throw new SessionExpiredError(`the session ended while lock ${JSON.stringify(name)} was being granted`);
+    }
+    return lock;
+  }
+}
+
+/** Linearizable read of a lock: holders, waiters, token. */
+export async function readLock(core: ClientCore, name: string, timeoutMs?: number): Promise<LockInfo> {
+  const deadline = timeoutMs === undefined ? defaultDeadline(core) : core.clock.now() + timeoutMs;
+  return parseLockInfo(name, await core.link.call(() => ({ op: 'get', name }), { deadline }));
+}
+
+function acquireBody(name: string, options: TryAcquireOptions, wait: boolean) {
+  return {
+    op: 'acquire' as const,
+    name,
+    mode: options.mode ?? 'exclusive',
+    wait,
+    ...(options.limit === undefined ? {} : { limit: options.limit }),
+    ...(options.lockDelayMs === undefined ? {} : { lockDelayMs: options.lockDelayMs }),
+  };
+}
+
+function checkAcquire(name: string, options: TryAcquireOptions & { waitMs?: number }): void {
+  if (typeof name !== 'string' || name === '') throw new InvalidArgumentError('lock name must be a non-empty string');
+  if (options.mode !== undefined && options.mode !== 'exclusive' && options.mode !== 'shared') {
+    throw new InvalidArgumentError(`mode must be 'exclusive' or 'shared'`);
+  }
+  if (options.waitMs !== undefined && !(options.waitMs >= 0)) throw new InvalidArgumentError('waitMs must be >= 0');
+  if (options.limit !== undefined && !(Number.isInteger(options.limit) && options.limit >= 1)) {
+    throw new InvalidArgumentError('limit must be a positive integer');
+  }
+}
+
+function parseAcquireResult(v: unknown): AcquireResult {
+  if (isRecord(v) && typeof v.index === 'number') {
+    if (v.status === 'granted' && typeof v.token === 'number') return { status: 'granted', token: v.token, index: v.index };
+    if (v.status === 'queued') return { status: 'queued', position: typeof v.position === 'number' ? v.position : 0, index: v.index };
+    if (v.status === 'busy') return { status: 'busy', holders: Array.isArray(v.holders) ? v.holders.filter(isHolder) : [], index: v.index };
+  }
+  throw new PalisadeError('INTERNAL', 'malformed acquire answer');
+}
+
+function isHolder(h: unknown): h is Holder {
+  return isRecord(h) && typeof h.session === 'number' && typeof h.token === 'number' && (h.mode === 'exclusive' || h.mode === 'shared');
+}
+
+function parseLockInfo(name: string, v: unknown): LockInfo {
+  if (!isRecord(v)) throw new PalisadeError('INTERNAL', 'malformed lock answer');
+  return {
+    name: typeof v.name === 'string' ? v.name : name,
+    holders: Array.isArray(v.holders) ? v.holders.filter(isHolder) : [],
+    waiters: Array.isArray(v.waiters)
+      ? v.waiters.filter(
+          (w): w is { session: number; mode: LockMode } =>
+            isRecord(w) && typeof w.session === 'number' && (w.mode === 'exclusive' || w.mode === 'shared'),
+        )
+      : [],
+    limit: typeof v.limit === 'number' ? v.limit : null,
+    delayed: v.delayed === true,
+  };
+}
+

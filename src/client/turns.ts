@@ -1,0 +1,66 @@
+// Turns per name inside one client, first come first served. One session holds a lock (or
+// stands in an election) once, so two callers of one client must not both believe they
+// have it: they queue here before they reach the cluster.
+import type { ClientCore } from './core.js';
+
+/** The deadline passed before the turn came. */
+export class TurnTimeout extends Error {}
+
+/** FIFO turns per name inside one client. */
+export class LocalTurns {
+  private readonly queues = new Map<string, (() => void)[]>();
+
+  /** Waits for the turn; resolves with the function that passes it on. */
+  take(name: string, deadline: number, core: ClientCore, signal?: AbortSignal): Promise<() => void> {
+    const queue = this.queues.get(name);
+    if (!queue) {
+      this.queues.set(name, []);
+      return Promise.resolve(this.passer(name));
+    }
+    return new Promise((resolve, reject) => {
+      const cleanup = (): void => {
+        const i = queue.indexOf(grant);
+        if (i >= 0) queue.splice(i, 1);
+        if (timer !== undefined) core.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const grant = (): void => {
+        cleanup();
+        resolve(this.passer(name));
+      };
+      const onAbort = (): void => {
+        cleanup();
+        reject(signal?.reason);
+      };
+      const timer =
+        deadline === Infinity
+          ? undefined
+          : core.clock.setTimeout(() => {
+              cleanup();
+              reject(new TurnTimeout());
+            }, deadline - core.clock.now());
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      queue.push(grant);
+    });
+  }
+
+  /** The turn if it is free now, else null. */
+  tryTake(name: string): (() => void) | null {
+    if (this.queues.has(name)) return null;
+    this.queues.set(name, []);
+    return this.passer(name);
+  }
+
+  private passer(name: string): () => void {
+    let passed = false;
+    return () => {
+      if (passed) return;
+      passed = true;
+      const queue = this.queues.get(name);
+      const next = queue?.[0];
+      if (next) next();
+      else this.queues.delete(name);
+    };
+  }
+}
