@@ -14,6 +14,7 @@ import type { NodeStatus, Request, ServerEvent } from '../transport/client-proto
 import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from './config.js';
 import { nodeById, parseWsUrl } from './config.js';
+import { NodeOps } from './http/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { RaftDriver } from './raft-driver.js';
 import { ProposalLost, ProposalTimeout, ProposalTracker } from './proposals.js';
@@ -63,6 +64,8 @@ export class PalisadeNode {
   private snapshotting = false;
   private stopping = false;
   private expiryTimer: NodeJS.Timeout | null = null;
+  /** Metrics, health checks and the status page; null when the node has no httpUrl. */
+  private ops: NodeOps | null = null;
   private readonly now = () => performance.now();
 
   constructor(opts: NodeOptions) {
@@ -128,6 +131,7 @@ export class PalisadeNode {
       maxFrameBytes: 64 << 20,
     });
     this.peers.on('raft', (from: NodeId, msgs: readonly Message[]) => {
+      this.ops?.onRaftReceived(from, msgs);
       for (const m of msgs) this.raft.step(m);
       this.driver.kick();
     });
@@ -144,6 +148,15 @@ export class PalisadeNode {
     });
     await this.clients.start();
 
+    if (this.self.httpUrl) {
+      this.ops = new NodeOps({
+        httpUrl: this.self.httpUrl,
+        logger: this.log,
+        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping },
+      });
+      await this.ops.start();
+    }
+
     this.driver.start();
     this.expiryTimer = setInterval(() => this.expireDueSessions(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
     this.log.info(
@@ -156,6 +169,7 @@ export class PalisadeNode {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    await this.ops?.stop();
     await this.clients?.stop();
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -183,6 +197,7 @@ export class PalisadeNode {
       l.push(m);
     }
     for (const [to, l] of byPeer) this.peers.send(to, l);
+    this.ops?.onRaftSent(msgs);
   }
 
   private onSoftState(s: SoftState): void {
@@ -198,6 +213,7 @@ export class PalisadeNode {
       this.lockDelayTimers.clear();
       this.log.info({ term: this.raft.term, leader: s.leader }, 'lost leadership');
     }
+    this.ops?.onSoftState(s.role, s.leader, this.raft.term);
     if (s.leader === null) this.reads.abort();
     else for (const w of this.leaderWaiters.splice(0)) w();
     this.log.info({ role: s.role, leader: s.leader, term: this.raft.term }, 'role changed');
@@ -248,6 +264,7 @@ export class PalisadeNode {
       default:
         break;
     }
+    this.ops?.onMachineEvent(ev, index);
     const w = wireEvent(ev, index);
     if (w) this.subs.route(w);
     if (ev.type === 'sessionClosed') this.subs.sessions.removeKey(ev.session);
@@ -321,6 +338,7 @@ export class PalisadeNode {
     this.sinks.set(conn, sink);
     conn.on('request', (req) => {
       void this.handle(req, sink).then((ans) => {
+        if (!ans.ok) this.ops?.onRejected(ans.error.code);
         conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
       });
     });
@@ -435,7 +453,8 @@ export class PalisadeNode {
     }
     this.driver.kick();
     try {
-      const ans = await this.proposals.wait<Answer | null>(r.index, r.term);
+      const applied = this.proposals.wait<Answer | null>(r.index, r.term);
+      const ans = await (this.ops?.timeProposal(applied) ?? applied);
       return ans ?? fail('INTERNAL', 'no result');
     } catch (e) {
       if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry with the same seq`);

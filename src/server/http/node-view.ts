@@ -1,0 +1,241 @@
+// Read-only views of one node for /metrics, the health checks and the status page API.
+// Everything here reads the node's in-memory state as it is on THIS node: on a follower the
+// lock table is the state applied here (at most a little behind the leader), not a
+// linearizable read; every answer says which node and applied index it is from.
+import type { LockInfo, LockMachine, MachineStats } from '../../lockfsm/index.js';
+import type { RaftNode } from '../../raft/index.js';
+import type { RaftStorage, StorageStats } from '../../storage/index.js';
+import type { ClientServer } from '../../transport/client-server.js';
+import type { ClusterConfig } from '../config.js';
+import type { ClientCounts, MetricsSource, NodeRole, PeerProgress, RaftView } from '../metrics.js';
+import type { PeerRtt } from './peer-rtt.js';
+
+/** What the composition root hands over: the node's parts, read but never changed here. */
+export interface NodeInternals {
+  readonly id: string;
+  readonly config: ClusterConfig;
+  readonly raft: RaftNode;
+  /** A function: installing a snapshot replaces the machine. */
+  machine(): LockMachine;
+  readonly clients: ClientServer;
+  readonly storage: RaftStorage;
+  stopping(): boolean;
+}
+
+/** /readyz fails when applying lags the known commit index by more than this many entries. */
+export const READY_MAX_APPLY_LAG = 1_000;
+
+export type Readiness = { readonly ready: true } | { readonly ready: false; readonly reason: string };
+
+export interface PeerStatus extends PeerProgress {
+  /** Latest heartbeat round trip in ms (leader only), null before the first. */
+  readonly rttMs: number | null;
+}
+
+/** GET /api/status: one node's own view. */
+export interface NodeStatusJson extends MachineCounts {
+  readonly id: string;
+  readonly clusterId: string;
+  readonly role: NodeRole;
+  readonly term: number;
+  readonly leader: string | null;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly lastIndex: number;
+  readonly snapshotIndex: number;
+  /** commitIndex - appliedIndex. */
+  readonly applyLag: number;
+  readonly ready: boolean;
+  readonly notReadyReason: string | null;
+  readonly clientConnections: number;
+  readonly lastFsyncMs: number;
+  readonly pid: number;
+  readonly uptimeSeconds: number;
+  readonly clientUrl: string;
+  readonly httpUrl: string | null;
+  /** Leader only: each other member's replication progress. */
+  readonly peers: readonly PeerStatus[];
+  /** This node's wall clock (ms) when the status was taken. */
+  readonly at: number;
+}
+
+export interface MachineCounts {
+  readonly sessions: number;
+  readonly locks: number;
+  readonly holders: number;
+  readonly waiters: number;
+  readonly locksInDelay: number;
+  readonly elections: number;
+}
+
+export interface HolderRow {
+  readonly session: number;
+  readonly token: number;
+  readonly mode: 'exclusive' | 'shared';
+  /** The session's TTL in ms: a full lease, NOT the time left (see docs/operations.md). */
+  readonly ttlMs: number | null;
+}
+
+export interface LockRow {
+  readonly name: string;
+  readonly mode: 'exclusive' | 'shared' | null;
+  readonly limit: number | null;
+  readonly holders: readonly HolderRow[];
+  readonly waiters: number;
+  /** The first few in line. */
+  readonly nextWaiters: readonly { readonly session: number; readonly mode: 'exclusive' | 'shared' }[];
+  readonly delayed: boolean;
+  readonly lockDelayMs: number | null;
+}
+
+export interface Page<T> {
+  readonly node: string;
+  readonly appliedIndex: number;
+  readonly prefix: string;
+  readonly offset: number;
+  readonly limit: number;
+  /** Rows matching the prefix in all. */
+  readonly total: number;
+  readonly rows: readonly T[];
+}
+
+export interface ElectionRow {
+  readonly name: string;
+  readonly leader: number | null;
+  readonly value: string | null;
+  readonly token: number | null;
+  readonly candidates: number;
+}
+
+export const MAX_PAGE = 500;
+const WAITERS_SHOWN = 3;
+
+export class NodeView implements MetricsSource {
+  private readonly startedAt = Date.now();
+  /** The full sorted listing for one prefix at one applied index: paging through 10,000
+   *  locks then costs one listing per change, not one per page. */
+  private lockCache: { machine: LockMachine; applied: number; prefix: string; locks: LockInfo[] } | null = null;
+
+  constructor(
+    private readonly n: NodeInternals,
+    private readonly rtt: PeerRtt,
+  ) {}
+
+  get id(): string {
+    return this.n.id;
+  }
+
+  raft(): RaftView {
+    const raft = this.n.raft;
+    const lastIndex = raft.log.lastIndex();
+    const peers: PeerProgress[] = [];
+    for (const p of raft.progress()) {
+      if (p.id !== this.n.id) peers.push({ ...p, lag: Math.max(0, lastIndex - p.match) });
+    }
+    return {
+      role: roleOf(raft.role),
+      term: raft.term,
+      leader: raft.leader,
+      commitIndex: raft.log.committed,
+      appliedIndex: this.n.machine().appliedIndex,
+      lastIndex,
+      snapshotIndex: raft.log.snapshotIndex,
+      peers,
+    };
+  }
+
+  machine(): MachineStats {
+    return this.n.machine().stats();
+  }
+
+  clients(): ClientCounts {
+    return { ...this.n.clients.stats(), connections: this.n.clients.connectionCount() };
+  }
+
+  storage(): StorageStats {
+    return this.n.storage.stats();
+  }
+
+  readiness(r: RaftView = this.raft()): Readiness {
+    if (this.n.stopping()) return { ready: false, reason: 'node is shutting down' };
+    if (r.leader === null) return { ready: false, reason: 'no leader known' };
+    const lag = r.commitIndex - r.appliedIndex;
+    if (lag > READY_MAX_APPLY_LAG) return { ready: false, reason: `applied index ${r.appliedIndex} is ${lag} entries behind commit index ${r.commitIndex} (bound ${READY_MAX_APPLY_LAG})` };
+    return { ready: true };
+  }
+
+  status(): NodeStatusJson {
+    const r = this.raft();
+    const m = this.machine();
+    const ready = this.readiness(r);
+    const self = this.n.config.nodes.find((x) => x.id === this.n.id)!;
+    return {
+      id: this.n.id,
+      clusterId: this.n.config.clusterId,
+      role: r.role,
+      term: r.term,
+      leader: r.leader,
+      commitIndex: r.commitIndex,
+      appliedIndex: r.appliedIndex,
+      lastIndex: r.lastIndex,
+      snapshotIndex: r.snapshotIndex,
+      applyLag: r.commitIndex - r.appliedIndex,
+      ready: ready.ready,
+      notReadyReason: ready.ready ? null : ready.reason,
+      sessions: m.sessions,
+      locks: m.locks,
+      holders: m.holders,
+      waiters: m.waiters,
+      locksInDelay: m.locksInDelay,
+      elections: m.elections,
+      clientConnections: this.n.clients.connectionCount(),
+      lastFsyncMs: this.n.storage.stats().lastFsyncMs,
+      pid: process.pid,
+      uptimeSeconds: Math.round((Date.now() - this.startedAt) / 1000),
+      clientUrl: self.clientUrl,
+      httpUrl: self.httpUrl ?? null,
+      peers: r.peers.map((p) => ({ ...p, rttMs: this.rtt.lastMs(p.id) })),
+      at: Date.now(),
+    };
+  }
+
+  locks(prefix: string, offset: number, limit: number): Page<LockRow> {
+    const machine = this.n.machine();
+    const applied = machine.appliedIndex;
+    let c = this.lockCache;
+    if (!c || c.machine !== machine || c.applied !== applied || c.prefix !== prefix) {
+      c = this.lockCache = { machine, applied, prefix, locks: machine.locks(prefix) };
+    }
+    const ttlOf = new Map<number, number | null>();
+    const ttl = (session: number): number | null => {
+      if (!ttlOf.has(session)) ttlOf.set(session, machine.session(session)?.ttlMs ?? null);
+      return ttlOf.get(session)!;
+    };
+    const rows = c.locks.slice(offset, offset + limit).map(
+      (l): LockRow => ({
+        name: l.name,
+        mode: l.mode,
+        limit: l.limit,
+        holders: l.holders.map((h) => ({ session: h.session, token: h.token, mode: h.mode, ttlMs: ttl(h.session) })),
+        waiters: l.waiters.length,
+        nextWaiters: l.waiters.slice(0, WAITERS_SHOWN).map((w) => ({ session: w.session, mode: w.mode })),
+        delayed: l.delayed,
+        lockDelayMs: l.lockDelay?.delayMs ?? null,
+      }),
+    );
+    return { node: this.n.id, appliedIndex: applied, prefix, offset, limit, total: c.locks.length, rows };
+  }
+
+  elections(prefix: string, offset: number, limit: number): Page<ElectionRow> {
+    const machine = this.n.machine();
+    const all = machine.elections(prefix);
+    const rows = all.slice(offset, offset + limit).map(
+      (e): ElectionRow => ({ name: e.election, leader: e.leader, value: e.value, token: e.token, candidates: e.candidates.length }),
+    );
+    return { node: this.n.id, appliedIndex: machine.appliedIndex, prefix, offset, limit, total: all.length, rows };
+  }
+}
+
+function roleOf(role: RaftNode['role']): NodeRole {
+  return role === 'preCandidate' ? 'candidate' : role;
+}
