@@ -229,9 +229,11 @@ export class SessionManager {
     if (!s) return;
     if (s.isLive) {
       try {
+        // Bounded by one attempt's time: if the cluster cannot hear it now, the session
+        // expires on its own after its TTL, and close() should not hang on an outage.
         await this.sequenced(() => ({ op: 'closeSession' }), {
           session: s,
-          deadline: this.clock.now() + this.options.requestTimeoutMs,
+          deadline: this.clock.now() + this.options.attemptTimeoutMs,
         });
       } catch {
         // Unreachable cluster: the session expires on its own after its TTL.
