@@ -35,6 +35,8 @@ export interface NodeInfo {
   id: string;
   peerUrl: string;
   clientUrl: string;
+  /** Metrics, health checks and the status page. */
+  httpUrl: string;
   dataDir: string;
 }
 
@@ -56,6 +58,7 @@ export class TestCluster {
         id: `n${i}`,
         peerUrl: `ws://127.0.0.1:${await freePort()}`,
         clientUrl: `ws://127.0.0.1:${await freePort()}`,
+        httpUrl: `http://127.0.0.1:${await freePort()}`,
         dataDir: join(c.dir, `n${i}`),
       });
     }
