@@ -1,0 +1,136 @@
+// Finding a node that can serve, and retrying on it with the same seq.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LockClient, UnauthenticatedError, UnavailableError } from '../../src/client/index.js';
+import { err, FakeCluster } from './fake-cluster.js';
+import { until } from './fake-clock.js';
+
+test('a request whose answer is lost with the connection is retried with the same seq on another node', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const [n1, n2] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0]];
+  const client = await cluster.client();
+  assert.equal(client.connectedUrl, n1.url);
+  // n1 applies the acquire, then the connection dies before the answer leaves.
+  n1.intercept = (req, conn) => {
+    if (req.op !== 'acquire') return undefined;
+    cluster.apply(req, conn);
+    return 'drop';
+  };
+  const lock = await client.acquire('a');
+
+  const acquires = cluster.requests('acquire');
+  assert.equal(acquires.length, 2, 'sent twice: once to n1, retried on n2');
+  assert.equal(acquires[0]!.seq, acquires[1]!.seq, 'the retry carries the same seq');
+  assert.equal(acquires[0]!.session, acquires[1]!.session);
+  assert.equal(cluster.applied.get(`${client.sessionId}:${acquires[0]!.seq as number}`), 1, 'applied once');
+  assert.equal(cluster.locks.get('a')!.holder!.token, lock.token, 'the retry got the first grant');
+  assert.equal(client.connectedUrl, n2.url);
+  // On the new connection the session is attached before the retry is sent.
+  const onN2 = cluster.log.filter((e) => e.node === 'n2').map((e) => e.req.op);
+  assert.deepEqual(onN2.slice(0, 3), ['hello', 'attach', 'acquire']);
+  assert.equal(cluster.requests('attach', 'n2')[0]!.session, client.sessionId);
+});
+
+test('a connection that drops while idle is replaced, and the session re-attached', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const client = await cluster.client();
+  const session = client.sessionId;
+  cluster.nodes[0]!.dropConnections();
+  await until(() => cluster.requests('attach').length === 1, 'attach after reconnect');
+  assert.equal(cluster.requests('attach')[0]!.session, session);
+  await client.acquire('b');
+  assert.equal(client.sessionId, session, 'the session survived the reconnect');
+});
+
+test('a crashed node is left for the next endpoint', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 3);
+  const client = await cluster.client();
+  await cluster.nodes[0]!.stop();
+  const lock = await client.acquire('c');
+  assert.equal(client.connectedUrl, cluster.nodes[1]!.url);
+  await lock.release();
+});
+
+test('NOT_LEADER with a leaderHint moves the client to that node, never surfacing the error', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 3);
+  const [n1, , n3] = cluster.nodes;
+  n1!.intercept = (req) =>
+    req.op === 'openSession' || req.op === 'acquire'
+      ? err('NOT_LEADER', 'not the leader', { leaderHint: { id: 'n3', clientUrl: n3!.url } })
+      : undefined;
+  const client = await cluster.client();
+  const lock = await client.acquire('d');
+  assert.equal(client.connectedUrl, n3!.url, 'went to the hinted node, skipping n2');
+  assert.equal(cluster.requests('openSession', 'n2').length, 0);
+  assert.equal(cluster.requests('openSession', 'n3').length, 1);
+  assert.ok(lock.token > 0);
+});
+
+test('UNAVAILABLE and TIMEOUT answers are retried elsewhere with the same seq', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const client = await cluster.client();
+  let answered = 0;
+  cluster.nodes[0]!.intercept = (req) => {
+    if (req.op !== 'put') return undefined;
+    return ++answered === 1 ? err('UNAVAILABLE', 'no quorum') : err('TIMEOUT', 'outcome unknown');
+  };
+  cluster.nodes[1]!.intercept = (req) => (req.op === 'put' && answered === 1 ? err('TIMEOUT', 'slow') : undefined);
+  const result = await client.put('k', 'v');
+  const puts = cluster.requests('put');
+  assert.ok(puts.length >= 2);
+  assert.ok(puts.every((p) => p.seq === puts[0]!.seq), 'every retry carries the same seq');
+  assert.equal(cluster.kv.get('k')!.revision, result.revision);
+});
+
+test('ackedSeq tells the node which answers it may forget', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const client = await cluster.client();
+  const lock = await client.acquire('s');
+  await lock.release();
+  await client.put('k', 'v');
+  const seqs = ['acquire', 'release', 'put'].map((op) => cluster.requests(op)[0]!);
+  assert.deepEqual(seqs.map((r) => r.seq), [1, 2, 3]);
+  assert.deepEqual(seqs.map((r) => r.ackedSeq), [0, 1, 2]);
+});
+
+test('hello naming another leader moves the client there (preferLeader)', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const [n1, n2] = cluster.nodes;
+  n1!.intercept = (req) =>
+    req.op === 'hello'
+      ? { ok: true, result: { nodeId: 'n1', clusterId: 'test', leader: 'n2', members: [{ id: 'n1', clientUrl: n1!.url }, { id: 'n2', clientUrl: n2!.url }] } }
+      : undefined;
+  const client = await cluster.client();
+  assert.equal(client.connectedUrl, n2!.url);
+  assert.equal(cluster.requests('openSession', 'n1').length, 0);
+});
+
+test('a node the client was not told of, named in hello, becomes a failover target', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const [n1, n2] = cluster.nodes;
+  n1!.intercept = (req) =>
+    req.op === 'hello'
+      ? { ok: true, result: { nodeId: 'n1', clusterId: 'test', leader: null, members: [{ id: 'n2', clientUrl: n2!.url }] } }
+      : undefined;
+  const client = await cluster.client({ endpoints: [n1!.url] });
+  await n1!.stop();
+  await client.put('k', 'v');
+  assert.equal(client.connectedUrl, n2!.url);
+});
+
+test('connect fails with UnavailableError when no node answers, UnauthenticatedError on bad credentials', async (t) => {
+  const cluster = await FakeCluster.start(1);
+  const deadUrl = cluster.urls[0]!;
+  await cluster.stop();
+  await assert.rejects(
+    LockClient.connect({ endpoints: [deadUrl], requestTimeoutMs: 300, backoff: { initialMs: 5, maxMs: 20 } }),
+    UnavailableError,
+  );
+
+  const guarded = await FakeCluster.forTest(t);
+  guarded.nodes[0]!.intercept = (req) => (req.op === 'hello' ? err('UNAUTHENTICATED', 'bad token') : undefined);
+  const started = Date.now();
+  await assert.rejects(LockClient.connect({ endpoints: guarded.urls, authToken: 'wrong' }), UnauthenticatedError);
+  assert.ok(Date.now() - started < 2000, 'bad credentials fail at once, not after the timeout');
+  assert.equal(guarded.requests('hello')[0]!.token, 'wrong');
+});
