@@ -1,0 +1,102 @@
+// npm run sim -- [--seeds N] [--start S] [--seed N] [--nodes 3|5] [--steps N] [--trace]
+//   --seeds N   run seeds S .. S+N-1 (default 100) and print a summary
+//   --seed N    replay one seed exactly, printing its trace
+//   --nodes     cluster size (default: 3 for even seeds, 5 for odd ones)
+//   --steps     simulated steps of the faulty phase (default 4000)
+//   --trace     print each run's events (elections, partitions, crashes, commits)
+import { runSeed, type SimResult } from './cluster.js';
+import { repairScenario } from './diverge.js';
+import { Prng } from './prng.js';
+
+export const DEFAULT_STEPS = 4000;
+
+export function nodesFor(seed: number): number {
+  return seed % 2 === 0 ? 3 : 5;
+}
+
+export function replayCommand(r: SimResult, steps: number): string {
+  return `npm run sim -- --seed ${r.seed} --nodes ${r.nodes} --steps ${steps}`;
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function num(name: string): number | undefined {
+  const v = arg(name);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} needs a non-negative integer, got ${v}`);
+  return n;
+}
+
+function stats(xs: number[]): string {
+  if (xs.length === 0) return 'n/a';
+  const s = [...xs].sort((a, b) => a - b);
+  const med = s[Math.floor((s.length - 1) / 2)]!;
+  const p99 = s[Math.min(s.length - 1, Math.floor(s.length * 0.99))]!;
+  return `median ${fmt(med)}, p99 ${fmt(p99)}, worst ${fmt(s[s.length - 1]!)}`;
+}
+
+function fmt(x: number): string {
+  return Number.isInteger(x) ? String(x) : x.toFixed(1);
+}
+
+function main(): void {
+  const flags = new Set(process.argv.slice(2).filter((a) => a.startsWith('--')));
+  const nodesArg = num('nodes');
+  if (nodesArg !== undefined && nodesArg !== 3 && nodesArg !== 5) throw new Error('--nodes must be 3 or 5');
+  const steps = num('steps') ?? DEFAULT_STEPS;
+  const one = num('seed');
+  const trace = flags.has('--trace') || one !== undefined;
+  const start = one ?? num('start') ?? 0;
+  const count = one !== undefined ? 1 : (num('seeds') ?? 100);
+
+  const t0 = Date.now();
+  const results: SimResult[] = [];
+  const failures: SimResult[] = [];
+  for (let seed = start; seed < start + count; seed++) {
+    const nodes = nodesArg ?? nodesFor(seed);
+    if (trace) console.log(`--- seed ${seed}, ${nodes} nodes, ${steps} steps ---`);
+    const r = runSeed({ seed, nodes, steps, trace });
+    results.push(r);
+    if (r.violation) {
+      failures.push(r);
+      console.log(`VIOLATION seed ${seed}: ${r.violation}`);
+      console.log(`  replay: ${replayCommand(r, steps)}`);
+    }
+    if (!trace && count >= 100 && (seed - start + 1) % Math.max(1, Math.floor(count / 20)) === 0) {
+      console.error(`  ... ${seed - start + 1}/${count} seeds, ${failures.length} violations, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    }
+  }
+
+  // The dedicated scenario: a follower whose log diverged over several old terms.
+  const repair: number[] = [];
+  const rng = new Prng(start ^ 0x5eed);
+  const repairRuns = Math.min(200, Math.max(20, count));
+  let repairEntries = 0;
+  for (let i = 0; i < repairRuns; i++) {
+    const r = repairScenario(rng);
+    repair.push(r.rejections);
+    repairEntries += r.conflicting;
+  }
+
+  const sum = (f: (r: SimResult) => number) => results.reduce((a, r) => a + f(r), 0);
+  const ok = results.filter((r) => !r.violation);
+  console.log('');
+  console.log(`seeds run:               ${results.length} (${start}..${start + count - 1}; ${steps} steps each; ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  console.log(`violations:              ${failures.length}${failures.length ? ` (seeds ${failures.map((f) => f.seed).join(', ')})` : ''}`);
+  console.log(`ticks to elect (cold):   ${stats(ok.flatMap((r) => (r.coldElectTicks === null ? [] : [r.coldElectTicks])))}`);
+  console.log(`ticks to elect (calm):   ${stats(ok.flatMap((r) => (r.calmElectTicks === null ? [] : [r.calmElectTicks])))}  (after faults stop; election timeout 10 ticks)`);
+  console.log(`ticks to commit (calm):  ${stats(ok.flatMap((r) => (r.calmCommitTicks === null ? [] : [r.calmCommitTicks])))}`);
+  console.log(`repair of a diverged follower: rejections ${stats(repair)} (${repairRuns} runs, avg ${Math.round(repairEntries / repairRuns)} conflicting entries)`);
+  console.log(`proposals committed:     ${sum((r) => r.proposalsCommitted)}`);
+  console.log(`reads served / dropped:  ${sum((r) => r.readsServed)} / ${sum((r) => r.readsDropped)}`);
+  console.log(`elections (terms with a leader): ${sum((r) => r.elections)}; crashes: ${sum((r) => r.crashes)}`);
+  console.log(`snapshots sent / installed: ${sum((r) => r.snapshotsSent)} / ${sum((r) => r.snapshotsInstalled)}; membership changes proposed: ${sum((r) => r.confChanges)}`);
+  console.log(`simulated steps:         ${sum((r) => r.steps)} (${sum((r) => r.virtualTicks)} ticks)`);
+  process.exitCode = failures.length ? 1 : 0;
+}
+
+main();

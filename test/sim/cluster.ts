@@ -1,0 +1,808 @@
+// A deterministic simulated cluster of real RaftNodes: a virtual clock, a seeded PRNG, a
+// network that delays, loses, duplicates, reorders and partitions messages, nodes that
+// crash (losing whatever they had not persisted), restart from their durable store, pause
+// and suffer clock jumps, snapshots sent in chunks, clients that propose and read, and an
+// operator that changes membership. Every step is followed by the safety checks.
+import { decodeConfChange, RaftNode } from '../../src/raft/index.js';
+import type { ConfChange, ConfState, Message, NodeId, RaftConfig, Ready, Snapshot } from '../../src/raft/index.js';
+import { Checker, Violation } from './checker.js';
+import { EventHeap } from './heap.js';
+import { Prng } from './prng.js';
+import { entryKey, StateMachine, Store } from './state.js';
+
+/** Virtual milliseconds per tick. */
+export const TICK_MS = 10;
+
+export interface SimOptions {
+  seed: number;
+  /** Initial voters: 3 or 5. */
+  nodes: number;
+  /** Simulated steps (events) of the random, faulty phase. */
+  steps: number;
+  /** Print events (elections, partitions, crashes, commits) through `log`. */
+  trace?: boolean;
+  log?: (line: string) => void;
+  /** Membership changes in this run (default: decided by the seed). */
+  membership?: boolean;
+}
+
+export interface SimResult {
+  seed: number;
+  nodes: number;
+  violation: string | null;
+  steps: number;
+  /** Ticks from the start until the first leader committed its no-op. */
+  coldElectTicks: number | null;
+  /** Ticks from the end of faults until a leader committed an entry of its term. */
+  calmElectTicks: number | null;
+  /** Ticks from the end of faults until a fresh proposal committed. */
+  calmCommitTicks: number | null;
+  proposalsCommitted: number;
+  readsServed: number;
+  readsDropped: number;
+  elections: number;
+  crashes: number;
+  snapshotsSent: number;
+  snapshotsInstalled: number;
+  confChanges: number;
+  virtualTicks: number;
+}
+
+type NodeState = 'up' | 'down' | 'paused' | 'off';
+type CrashPoint = 'beforePersist' | 'afterPersist';
+
+class SimNode {
+  readonly store = new Store();
+  raft: RaftNode | null = null;
+  state: NodeState = 'down';
+  sm = new StateMachine();
+  /** Messages that arrived while paused, delivered on resume. */
+  held: Message[] = [];
+  /** Ticks missed while paused (delivered at once on resume: a clock jump). */
+  missedTicks = 0;
+  crashAt: CrashPoint | null = null;
+  lastCommit = 0;
+  incarnation = 0;
+  prevRole = '';
+  constructor(
+    readonly id: NodeId,
+    readonly rng: Prng,
+  ) {}
+}
+
+type Ev =
+  | { time: number; seq: number; kind: 'tick'; node: NodeId }
+  | { time: number; seq: number; kind: 'deliver'; msg: Message }
+  | { time: number; seq: number; kind: 'fault' }
+  | { time: number; seq: number; kind: 'client' }
+  | { time: number; seq: number; kind: 'operator' }
+  | { time: number; seq: number; kind: 'call'; what: string; fn: () => void };
+
+type EvBody = Ev extends infer E ? (E extends Ev ? Omit<E, 'time' | 'seq'> : never) : never;
+
+interface Pending {
+  id: string;
+  start: number;
+}
+
+interface PendingRead {
+  node: NodeId;
+  committedAtStart: number;
+  start: number;
+}
+
+const enc = new TextEncoder();
+
+export class Sim {
+  readonly rng: Prng;
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  readonly raftCfg: Omit<RaftConfig, 'id' | 'random'>;
+  readonly bootstrap: ConfState;
+  readonly nodes = new Map<NodeId, SimNode>();
+  readonly check: Checker;
+  private readonly events = new EventHeap<Ev>();
+  private seq = 0;
+  now = 0;
+  steps = 0;
+  private faultPhase = true;
+  private readonly trace: ((s: string) => void) | null;
+
+  // network
+  private readonly blocked = new Set<string>(); // "a>b"
+  private partitionId = 0;
+  private loss = 0;
+  private dup = 0;
+  private delayMode: 'calm' | 'jitter' | 'reorder' = 'calm';
+
+  // clients
+  private nextId = 0;
+  private clientGuess: NodeId | null = null;
+  private readonly pending = new Map<string, Pending>(); // "node:index"
+  private readonly reads = new Map<string, PendingRead>();
+
+  // membership operator
+  readonly membership: boolean;
+  private nextNodeNo: number;
+  private opMode: 'idle' | 'adding' | 'promoting' | 'removing' = 'idle';
+  private opTarget: NodeId | null = null;
+  private opCycles = 0;
+
+  // results
+  readonly result: SimResult;
+
+  constructor(readonly opts: SimOptions) {
+    this.rng = new Prng(opts.seed);
+    const r = this.rng;
+    this.electionTicks = 10;
+    this.heartbeatTicks = r.pick([1, 2, 3]);
+    this.raftCfg = {
+      heartbeatTicks: this.heartbeatTicks,
+      electionTicks: this.electionTicks,
+      preVote: true,
+      checkQuorum: true,
+      maxMsgBytes: r.pick([64, 128, 256, 1024]),
+      maxInflight: r.pick([1, 2, 4, 8]),
+      snapshotChunkBytes: r.pick([24, 64, 128, 512]),
+    };
+    this.membership = opts.membership ?? r.chance(0.4);
+    const ids = Array.from({ length: opts.nodes }, (_, i) => `n${i + 1}`);
+    this.nextNodeNo = opts.nodes + 1;
+    this.bootstrap = { voters: ids, learners: [] };
+    this.trace = opts.trace ? (opts.log ?? ((s: string) => console.log(s))) : null;
+    this.check = new Checker(() => `seed ${opts.seed}, step ${this.steps}, t=${this.ticksNow().toFixed(1)} ticks`);
+    this.result = {
+      seed: opts.seed,
+      nodes: opts.nodes,
+      violation: null,
+      steps: 0,
+      coldElectTicks: null,
+      calmElectTicks: null,
+      calmCommitTicks: null,
+      proposalsCommitted: 0,
+      readsServed: 0,
+      readsDropped: 0,
+      elections: 0,
+      crashes: 0,
+      snapshotsSent: 0,
+      snapshotsInstalled: 0,
+      confChanges: 0,
+      virtualTicks: 0,
+    };
+    for (const id of ids) this.addNode(id);
+  }
+
+  ticksNow(): number {
+    return this.now / TICK_MS;
+  }
+
+  private log(s: string): void {
+    if (this.trace) this.trace(`[${this.ticksNow().toFixed(1).padStart(7)}] ${s}`);
+  }
+
+  private at(delay: number, body: EvBody): void {
+    this.events.push({ ...body, time: this.now + delay, seq: this.seq++ } as Ev);
+  }
+
+  private call(delay: number, what: string, fn: () => void): void {
+    this.at(delay, { kind: 'call', what, fn });
+  }
+
+  private addNode(id: NodeId): SimNode {
+    const n = new SimNode(id, this.rng.fork());
+    this.nodes.set(id, n);
+    this.start(n);
+    // Each node ticks on its own phase, so that nodes do not move in lockstep.
+    this.at(1 + this.rng.int(TICK_MS), { kind: 'tick', node: id });
+    return n;
+  }
+
+  // ---- node life cycle --------------------------------------------------------------
+
+  /** Build the node from its durable store alone (a fresh node has an empty store). */
+  private start(n: SimNode): void {
+    const s = n.store;
+    const rng = n.rng.fork();
+    n.raft = new RaftNode(
+      { ...this.raftCfg, id: n.id, random: (k) => rng.int(k) },
+      {
+        hardState: s.hardState,
+        conf: this.bootstrap,
+        ...(s.snapshot ? { snapshot: s.snapshot } : {}),
+        entries: [...s.entries],
+        applied: s.snapshotIndex,
+      },
+    );
+    n.sm = s.snapshot ? StateMachine.restore(s.snapshot.data) : new StateMachine();
+    if (s.snapshot) {
+      if (n.sm.index !== s.snapshot.meta.index) this.check.fail(`${n.id}: snapshot data at ${n.sm.index} but meta at ${s.snapshot.meta.index}`);
+      this.check.checkState(n.id, n.sm.index, n.sm.digest(), 'restart from its snapshot');
+    }
+    n.state = 'up';
+    n.held = [];
+    n.missedTicks = 0;
+    n.crashAt = null;
+    n.lastCommit = n.raft.log.committed;
+    n.incarnation++;
+    n.prevRole = n.raft.role;
+    this.drive(n);
+  }
+
+  private crash(n: SimNode, why: string): void {
+    if (n.state === 'down' || n.state === 'off') return;
+    this.log(`CRASH ${n.id} (${why}); store: term ${n.store.hardState.term}, last ${n.store.lastIndex()}, commit ${n.store.hardState.commit}`);
+    n.raft = null;
+    n.state = 'down';
+    n.held = [];
+    n.crashAt = null;
+    this.result.crashes++;
+  }
+
+  private restart(n: SimNode): void {
+    if (n.state !== 'down') return;
+    this.log(`RESTART ${n.id} from store: term ${n.store.hardState.term}, vote ${n.store.hardState.vote}, snapshot ${n.store.snapshotIndex}, last ${n.store.lastIndex()}`);
+    this.start(n);
+  }
+
+  private pause(n: SimNode, ticks: number): void {
+    if (n.state !== 'up') return;
+    this.log(`PAUSE ${n.id} for ${ticks} ticks`);
+    n.state = 'paused';
+    const inc = n.incarnation;
+    this.call(ticks * TICK_MS, `resume ${n.id}`, () => {
+      if (n.incarnation === inc) this.resume(n, this.rng.chance(0.7));
+    });
+  }
+
+  private resume(n: SimNode, jump: boolean): void {
+    if (n.state !== 'paused') return;
+    n.state = 'up';
+    const missed = n.missedTicks;
+    n.missedTicks = 0;
+    this.log(`RESUME ${n.id}${jump ? `, clock jumps ${missed} ticks` : ''}, ${n.held.length} queued messages`);
+    if (jump) this.clockJump(n, missed);
+    const held = n.held;
+    n.held = [];
+    for (const m of held) this.at(this.rng.range(0, 2), { kind: 'deliver', msg: m });
+  }
+
+  /** The node's timer fires `k` times at once (a stalled process catching up). */
+  private clockJump(n: SimNode, k: number): void {
+    const r = n.raft;
+    if (!r || n.state !== 'up') return;
+    for (let i = 0; i < k; i++) r.tick();
+    this.drive(n);
+  }
+
+  // ---- the driver: the Ready contract ---------------------------------------------
+
+  /** Persist, then send, then apply, then advance; until the node has nothing more. */
+  private drive(n: SimNode): void {
+    let rounds = 0;
+    while (n.raft && n.state === 'up' && n.raft.hasReady()) {
+      const r = n.raft;
+      if (++rounds > 1000) this.check.fail(`${n.id}: Ready does not settle`);
+      const rd = r.ready();
+      this.check.checkEntries(n.id, r, rd.entries);
+      if (rd.softState) this.onSoftState(n, r, rd);
+      if (n.crashAt === 'beforePersist') return this.crash(n, 'before persisting a Ready');
+      if (r.role === 'leader' && rd.entries.length && rd.entries[0]!.index <= n.store.lastIndex()) {
+        // Leader Append-Only, on disk: a leader's new entries never replace persisted ones.
+        this.check.fail(`Leader Append-Only: leader ${n.id} (term ${r.term}) overwrites persisted entries from ${rd.entries[0]!.index}`);
+      }
+      const err = n.store.persist(rd);
+      if (err) this.check.fail(`${n.id} storage contract: ${err}`);
+      if (n.crashAt === 'afterPersist') return this.crash(n, 'after persisting, before sending');
+      for (const m of rd.messages) this.send(m);
+      if (rd.snapshot) this.installSnapshot(n, rd.snapshot);
+      for (const e of rd.committedEntries) {
+        if (e.index !== n.sm.index + 1) this.check.fail(`${n.id}: applies ${e.index} after ${n.sm.index}`);
+        n.sm.apply(e.index, entryKey(e));
+        this.check.checkApply(n.id, e, n.sm.digest());
+        if (e.type === 'conf') this.applyConf(n, r, e.index, e.data);
+        else this.onApplied(n, e.index, entryKey(e));
+      }
+      for (const rs of rd.readStates) this.onReadState(n, rs.index, rs.context);
+      for (const c of rd.droppedReads) this.onReadDropped(c);
+      r.advance(rd);
+      if (r.log.applied !== n.sm.index) this.check.fail(`${n.id}: raft applied ${r.log.applied}, state machine at ${n.sm.index}`);
+      this.trackCommit(n);
+    }
+    if (n.raft && n.state === 'up') {
+      this.trackCommit(n);
+      this.maybeCompact(n);
+    }
+  }
+
+  private onSoftState(n: SimNode, r: RaftNode, rd: Ready): void {
+    const s = rd.softState!;
+    if (s.role === 'leader') {
+      this.log(`LEADER ${n.id} term ${r.term} (last ${r.log.lastIndex()}, commit ${r.log.committed})`);
+    } else if (n.prevRole === 'leader') {
+      this.log(`STEP DOWN ${n.id} term ${r.term} -> ${s.role}`);
+    }
+    n.prevRole = s.role;
+    this.check.checkLeader(n.id, r);
+  }
+
+  private trackCommit(n: SimNode): void {
+    const r = n.raft!;
+    if (r.log.committed !== n.lastCommit) {
+      if (r.log.committed < n.lastCommit) this.check.fail(`${n.id}: commit index went back ${n.lastCommit} -> ${r.log.committed}`);
+      this.check.checkCommit(n.id, r, n.lastCommit, this.live());
+      if (r.role === 'leader') this.log(`COMMIT ${n.id} term ${r.term}: ${n.lastCommit + 1}..${r.log.committed}`);
+      n.lastCommit = r.log.committed;
+    }
+  }
+
+  private installSnapshot(n: SimNode, snap: Snapshot): void {
+    const sm = StateMachine.restore(snap.data);
+    if (sm.index !== snap.meta.index) this.check.fail(`${n.id}: snapshot data at ${sm.index} but meta at ${snap.meta.index}`);
+    this.check.checkState(n.id, sm.index, sm.digest(), 'installing a snapshot');
+    n.sm = sm;
+    this.result.snapshotsInstalled++;
+    this.log(`SNAPSHOT installed on ${n.id} at ${snap.meta.index} (term ${snap.meta.term}, ${snap.data.length} bytes, voters ${snap.meta.conf.voters.join(',')}${snap.meta.conf.learners.length ? ` learners ${snap.meta.conf.learners.join(',')}` : ''})`);
+  }
+
+  private maybeCompact(n: SimNode): void {
+    const r = n.raft!;
+    const since = r.log.applied - n.store.snapshotIndex;
+    if (since < 8 || !this.rng.chance(0.02 + since / 400)) return;
+    const keepTail = this.rng.pick([0, 0, 2, 10]);
+    const snap = r.compact(r.log.applied, n.sm.serialize(), keepTail);
+    n.store.compact(snap);
+    this.log(`COMPACT ${n.id} at ${snap.meta.index} (keep ${keepTail})`);
+  }
+
+  private applyConf(n: SimNode, r: RaftNode, index: number, data: Uint8Array): void {
+    const cc = decodeConfChange(data);
+    const conf = r.applyConfChange(data);
+    if (r.role === 'leader' || n.id === cc.node) {
+      this.log(`CONF ${n.id} applied ${cc.type} ${cc.node} at ${index}: voters ${conf.voters.join(',')} learners ${conf.learners.join(',') || '-'}`);
+    }
+  }
+
+  // ---- network ----------------------------------------------------------------------
+
+  private delay(): number {
+    const r = this.rng;
+    if (r.chance(0.002)) return r.range(5, 25) * TICK_MS; // a straggler
+    switch (this.delayMode) {
+      case 'calm':
+        return r.range(1, 4);
+      case 'jitter':
+        return r.range(1, 15);
+      case 'reorder':
+        return r.range(1, 40);
+    }
+  }
+
+  private send(m: Message): void {
+    if (m.type === 'snap' && m.snapshot?.offset === 0) this.result.snapshotsSent++;
+    if (this.blocked.has(`${m.from}>${m.to}`)) return;
+    if (this.loss > 0 && this.rng.chance(this.loss)) return;
+    this.at(this.delay(), { kind: 'deliver', msg: m });
+    if (this.dup > 0 && this.rng.chance(this.dup)) this.at(this.delay(), { kind: 'deliver', msg: m });
+  }
+
+  private deliver(m: Message): void {
+    const n = this.nodes.get(m.to);
+    if (!n) return;
+    if (this.blocked.has(`${m.from}>${m.to}`)) return; // in flight when the link was cut
+    if (n.state === 'paused') {
+      n.held.push(m);
+      return;
+    }
+    if (n.state !== 'up' || !n.raft) return;
+    n.raft.step(m);
+    this.drive(n);
+  }
+
+  private healNetwork(): void {
+    if (this.blocked.size) this.log('HEAL all partitions');
+    this.blocked.clear();
+    this.partitionId++;
+  }
+
+  private cut(groups: NodeId[][], oneWay = false): void {
+    // Block every link between different groups (or only from group 0 to the others).
+    for (let a = 0; a < groups.length; a++) {
+      for (let b = 0; b < groups.length; b++) {
+        if (a === b || (oneWay && a !== 0)) continue;
+        for (const x of groups[a]!) for (const y of groups[b]!) this.blocked.add(`${x}>${y}`);
+      }
+    }
+  }
+
+  // ---- faults -----------------------------------------------------------------------
+
+  private memberIds(): NodeId[] {
+    return [...this.nodes.values()].filter((n) => n.state !== 'off').map((n) => n.id);
+  }
+
+  private currentLeader(): SimNode | null {
+    let best: SimNode | null = null;
+    for (const n of this.nodes.values()) {
+      if (n.state === 'up' && n.raft?.role === 'leader' && (!best || n.raft.term > best.raft!.term)) best = n;
+    }
+    return best;
+  }
+
+  private fault(): void {
+    const r = this.rng;
+    const ids = this.memberIds();
+    const leader = this.currentLeader();
+    const victim = (): SimNode => (leader && r.chance(0.5) ? leader : this.nodes.get(r.pick(ids))!);
+    const kind = r.pick(['partition', 'partition', 'partition', 'heal', 'loss', 'dup', 'delay', 'crash', 'crash', 'pause', 'jump']);
+    switch (kind) {
+      case 'partition': {
+        this.healNetwork();
+        const id = this.partitionId;
+        const shuffled = r.shuffle(ids);
+        const minority = r.range(1, Math.floor(ids.length / 2));
+        const style = r.pick(['split', 'leader', 'oneway-out', 'oneway-in', 'bridge']);
+        let desc: string;
+        if (style === 'leader' && leader) {
+          this.cut([[leader.id], ids.filter((x) => x !== leader.id)]);
+          desc = `leader ${leader.id} isolated`;
+        } else if (style === 'oneway-out' || style === 'oneway-in') {
+          const x = leader && r.chance(0.5) ? leader.id : shuffled[0]!;
+          const rest = ids.filter((y) => y !== x);
+          if (style === 'oneway-out') this.cut([[x], rest], true);
+          else this.cut([rest, [x]], true);
+          desc = style === 'oneway-out' ? `one-way: ${x} cannot send` : `one-way: ${x} cannot receive`;
+        } else if (style === 'bridge' && ids.length >= 3) {
+          const bridge = shuffled[0]!;
+          const rest = shuffled.slice(1);
+          const half = Math.ceil(rest.length / 2);
+          this.cut([rest.slice(0, half), rest.slice(half)]);
+          desc = `bridge ${bridge} between ${rest.slice(0, half).join(',')} | ${rest.slice(half).join(',')}`;
+        } else {
+          const a = shuffled.slice(0, minority);
+          this.cut([a, shuffled.slice(minority)]);
+          desc = `split ${a.join(',')} | ${shuffled.slice(minority).join(',')}`;
+        }
+        this.log(`PARTITION ${desc}`);
+        this.call(r.range(3, 60) * TICK_MS, 'heal', () => {
+          if (this.partitionId === id) this.healNetwork();
+        });
+        return;
+      }
+      case 'heal':
+        this.healNetwork();
+        return;
+      case 'loss':
+        this.loss = r.pick([0, 0, 0.02, 0.1, 0.3]);
+        this.log(`NETWORK loss ${this.loss}`);
+        return;
+      case 'dup':
+        this.dup = r.pick([0, 0, 0.05, 0.2]);
+        this.log(`NETWORK duplication ${this.dup}`);
+        return;
+      case 'delay':
+        this.delayMode = r.pick(['calm', 'jitter', 'reorder'] as const);
+        this.log(`NETWORK delays ${this.delayMode}`);
+        return;
+      case 'crash': {
+        const n = victim();
+        if (n.state !== 'up' && n.state !== 'paused') return;
+        const how = r.pick(['now', 'now', 'beforePersist', 'afterPersist'] as const);
+        if (how === 'now' || n.state === 'paused') this.crash(n, 'killed');
+        else n.crashAt = how; // dies inside its next Ready
+        const inc = n.incarnation;
+        this.call(r.range(2, 50) * TICK_MS, `restart ${n.id}`, () => {
+          if (n.incarnation !== inc) return;
+          if (n.state === 'up') n.crashAt = null; // it never reached that point
+          else this.restart(n);
+        });
+        return;
+      }
+      case 'pause':
+        this.pause(victim(), r.range(3, 40));
+        return;
+      case 'jump': {
+        const n = victim();
+        const k = r.range(1, 3 * this.electionTicks);
+        this.log(`CLOCK JUMP ${n.id} +${k} ticks`);
+        this.clockJump(n, k);
+        return;
+      }
+    }
+  }
+
+  private stopFaults(): void {
+    this.faultPhase = false;
+    this.healNetwork();
+    this.loss = 0;
+    this.dup = 0;
+    this.delayMode = 'calm';
+    for (const n of this.nodes.values()) {
+      n.crashAt = null;
+      if (n.state === 'down') this.restart(n);
+      else if (n.state === 'paused') this.resume(n, false);
+    }
+    this.log('FAULTS STOP: network calm, every node up');
+  }
+
+  // ---- clients ----------------------------------------------------------------------
+
+  private clientTarget(): SimNode | null {
+    const up = [...this.nodes.values()].filter((n) => n.state === 'up');
+    if (up.length === 0) return null;
+    const g = this.clientGuess ? this.nodes.get(this.clientGuess) : undefined;
+    if (g && g.state === 'up') return g;
+    const n = this.rng.pick(up);
+    this.clientGuess = n.id;
+    return n;
+  }
+
+  private client(): void {
+    const n = this.clientTarget();
+    if (!n || !n.raft) return;
+    const r = n.raft;
+    const x = this.rng.float();
+    if (x < 0.8) {
+      const id = `c${this.nextId++}`;
+      const res = r.propose(enc.encode(id));
+      if (res.ok) this.pending.set(`${n.id}:${res.index}`, { id, start: this.now });
+      else this.clientGuess = res.leader ?? null;
+    } else if (x < 0.97) {
+      const ctx = `r${this.nextId++}`;
+      this.reads.set(ctx, { node: n.id, committedAtStart: this.check.maxCommit, start: this.now });
+      r.readIndex(enc.encode(ctx));
+    } else {
+      const voters = r.confState.voters.filter((v) => v !== n.id);
+      if (r.role === 'leader' && voters.length) {
+        const to = this.rng.pick(voters);
+        if (r.transferLeader(to)) this.log(`TRANSFER ${n.id} -> ${to}`);
+      }
+    }
+    this.drive(n);
+  }
+
+  private onApplied(n: SimNode, index: number, key: string): void {
+    if (key.length > 2 && key.charCodeAt(2) === 0x63 /* c */ && this.isFirstApply(index)) this.result.proposalsCommitted++;
+    const p = this.pending.get(`${n.id}:${index}`);
+    if (p) this.pending.delete(`${n.id}:${index}`);
+  }
+
+  private readonly firstApplied = new Set<number>();
+  private isFirstApply(index: number): boolean {
+    if (this.firstApplied.has(index)) return false;
+    this.firstApplied.add(index);
+    return true;
+  }
+
+  private onReadState(n: SimNode, index: number, ctx: Uint8Array): void {
+    const key = new TextDecoder().decode(ctx);
+    const p = this.reads.get(key);
+    if (!p) return;
+    this.reads.delete(key);
+    this.check.checkRead(n.id, index, p.committedAtStart);
+    this.result.readsServed++;
+  }
+
+  private onReadDropped(ctx: Uint8Array): void {
+    if (this.reads.delete(new TextDecoder().decode(ctx))) this.result.readsDropped++;
+  }
+
+  // ---- membership operator ------------------------------------------------------------
+
+  private operator(): void {
+    const l = this.currentLeader();
+    if (!l || !l.raft || this.opCycles >= 3) return;
+    const r = l.raft;
+    const conf = r.confState;
+    const propose = (cc: ConfChange): void => {
+      const res = r.proposeConfChange(cc);
+      if (!res.ok) return;
+      this.result.confChanges++;
+      this.log(`CONF PROPOSE ${cc.type} ${cc.node} at ${res.index} via ${l.id}`);
+      if (this.rng.chance(0.25)) {
+        // The change is interrupted: the leader dies before it commits.
+        this.drive(l);
+        this.crash(l, 'right after proposing a membership change');
+        const inc = l.incarnation;
+        this.call(this.rng.range(5, 30) * TICK_MS, `restart ${l.id}`, () => {
+          if (l.incarnation === inc) this.restart(l);
+        });
+      }
+    };
+    if (this.opMode === 'idle') {
+      if (conf.voters.length > this.opts.nodes) {
+        this.opMode = 'removing';
+      } else {
+        const id = `n${this.nextNodeNo++}`;
+        this.opTarget = id;
+        this.opMode = 'adding';
+        this.log(`START ${id} (new, empty store)`);
+        this.addNode(id);
+      }
+    }
+    const t = this.opTarget;
+    switch (this.opMode) {
+      case 'adding':
+        if (t && conf.learners.includes(t)) this.opMode = 'promoting';
+        else if (t) propose({ type: 'addLearner', node: t });
+        break;
+      case 'promoting': {
+        if (t && conf.voters.includes(t)) {
+          this.opMode = 'removing';
+          this.opTarget = null;
+          break;
+        }
+        const p = r.progress().find((x) => x.id === t);
+        if (t && p && p.match + 5 >= r.log.lastIndex()) propose({ type: 'promote', node: t });
+        break;
+      }
+      case 'removing': {
+        if (this.opTarget && !conf.voters.includes(this.opTarget) && !conf.learners.includes(this.opTarget)) {
+          const gone = this.nodes.get(this.opTarget);
+          this.log(`STOP ${this.opTarget} (removed from the cluster)`);
+          if (gone && this.rng.chance(0.7)) {
+            gone.state = 'off';
+            gone.raft = null;
+          }
+          this.opMode = 'idle';
+          this.opTarget = null;
+          this.opCycles++;
+          break;
+        }
+        if (!this.opTarget) this.opTarget = this.rng.chance(0.4) ? l.id : this.rng.pick(conf.voters);
+        propose({ type: 'remove', node: this.opTarget });
+        break;
+      }
+    }
+    this.drive(l);
+  }
+
+  // ---- the run ------------------------------------------------------------------------
+
+  private live(): { id: NodeId; r: RaftNode }[] {
+    const out: { id: NodeId; r: RaftNode }[] = [];
+    for (const n of this.nodes.values()) if (n.state !== 'down' && n.state !== 'off' && n.raft) out.push({ id: n.id, r: n.raft });
+    return out;
+  }
+
+  private afterStep(): void {
+    for (const n of this.nodes.values()) {
+      if (!n.raft || n.state === 'down' || n.state === 'off') continue;
+      this.check.checkLeader(n.id, n.raft);
+    }
+    if (this.steps % 512 === 0) this.check.checkLogsPairwise(this.live());
+  }
+
+  private handle(ev: Ev): void {
+    switch (ev.kind) {
+      case 'tick': {
+        const n = this.nodes.get(ev.node)!;
+        if (n.state === 'off') return;
+        if (n.state === 'paused') n.missedTicks++;
+        else if (n.state === 'up' && n.raft) {
+          n.raft.tick();
+          this.drive(n);
+        }
+        // a little drift: nodes' clocks do not run at exactly the same rate
+        this.at(TICK_MS + (this.rng.chance(0.1) ? this.rng.range(-2, 2) : 0), { kind: 'tick', node: ev.node });
+        return;
+      }
+      case 'deliver':
+        this.deliver(ev.msg);
+        return;
+      case 'fault':
+        if (!this.faultPhase) return;
+        this.fault();
+        this.at(this.rng.range(1, 15 * TICK_MS), { kind: 'fault' });
+        return;
+      case 'client':
+        this.client();
+        this.at(this.rng.range(1, (this.faultPhase ? 3 : 6) * TICK_MS), { kind: 'client' });
+        return;
+      case 'operator':
+        if (!this.faultPhase) return;
+        this.operator();
+        this.at(this.rng.range(5, 30) * TICK_MS, { kind: 'operator' });
+        return;
+      case 'call':
+        ev.fn();
+        return;
+    }
+  }
+
+  private stepOnce(): boolean {
+    const ev = this.events.pop();
+    if (!ev) return false;
+    this.now = ev.time;
+    this.steps++;
+    this.handle(ev);
+    this.afterStep();
+    return true;
+  }
+
+  run(): SimResult {
+    try {
+      this.runInner();
+    } catch (e) {
+      if (e instanceof Violation) this.result.violation = e.message;
+      else this.result.violation = `crash: ${(e as Error).stack ?? String(e)} (seed ${this.opts.seed}, step ${this.steps})`;
+    }
+    this.result.steps = this.steps;
+    this.result.elections = this.check.elections;
+    this.result.virtualTicks = Math.round(this.ticksNow());
+    return this.result;
+  }
+
+  private stableLeader(): SimNode | null {
+    const l = this.currentLeader();
+    if (!l || !l.raft) return null;
+    const r = l.raft;
+    return r.log.term(r.log.committed) === r.term ? l : null;
+  }
+
+  private runInner(): void {
+    const quiet = this.rng.chance(0.15); // some runs have no faults at all
+    this.at(this.rng.range(1, 10) * TICK_MS, { kind: 'client' });
+    if (!quiet) this.at(this.rng.range(20, 60) * TICK_MS, { kind: 'fault' });
+    if (this.membership) this.at(this.rng.range(20, 60) * TICK_MS, { kind: 'operator' });
+
+    // Phase 1: random faults.
+    while (this.steps < this.opts.steps) {
+      if (!this.stepOnce()) break;
+      if (this.result.coldElectTicks === null && this.stableLeader()) this.result.coldElectTicks = this.ticksNow();
+    }
+    this.check.checkLogsPairwise(this.live());
+
+    // Phase 2: liveness. Faults stop, every node comes back, the network is calm.
+    this.stopFaults();
+    this.afterStep();
+    const t0 = this.now;
+    const bound = 10 * this.electionTicks * TICK_MS;
+    let probe: { node: SimNode; index: number; term: number } | null = null;
+    let committedAt = -1;
+    while (this.now - t0 <= 2 * bound) {
+      if (!this.stepOnce()) break;
+      const l = this.stableLeader();
+      if (l && this.result.calmElectTicks === null) this.result.calmElectTicks = (this.now - t0) / TICK_MS;
+      if (committedAt < 0) {
+        if (probe && probe.node.raft && probe.node.sm.index >= probe.index) {
+          if (probe.node.raft.log.term(probe.index) === probe.term) {
+            committedAt = this.now;
+            this.result.calmCommitTicks = (this.now - t0) / TICK_MS;
+            this.log(`LIVENESS probe committed at ${probe.index} after ${this.result.calmCommitTicks.toFixed(1)} ticks`);
+          } else probe = null;
+        }
+        if (!probe && l && l.raft) {
+          const res = l.raft.propose(enc.encode(`probe${this.nextId++}`));
+          if (res.ok) probe = { node: l, index: res.index, term: res.term };
+          this.drive(l);
+        }
+        if (probe && probe.node.state !== 'up') probe = null;
+        if (committedAt < 0 && this.now - t0 > bound) {
+          this.check.fail(`Liveness: no proposal committed within ${bound / TICK_MS} ticks after faults stopped (leader: ${this.currentLeader()?.id ?? 'none'})`);
+        }
+      } else {
+        // Every live member catches up with the probe.
+        const lead = this.currentLeader();
+        const members = lead?.raft ? [...lead.raft.confState.voters, ...lead.raft.confState.learners] : [];
+        const behind = members.filter((id) => {
+          const n = this.nodes.get(id);
+          return n && n.state === 'up' && n.sm.index < probe!.index;
+        });
+        if (behind.length === 0) break;
+        if (this.now - committedAt > bound) {
+          const info = behind.map((id) => {
+            const p = lead?.raft?.progress().find((x) => x.id === id);
+            const inflight = (lead?.raft as unknown as { prs?: Map<NodeId, { inflights: { count: number } }> } | undefined)?.prs?.get(id)?.inflights.count;
+            return `${id}@${this.nodes.get(id)!.sm.index}${p ? ` (${p.state}, match ${p.match}, next ${p.next}, in flight ${inflight}/${this.raftCfg.maxInflight})` : ''}`;
+          });
+          this.check.fail(`Liveness: ${info.join(', ')} still behind ${probe!.index} ${bound / TICK_MS} ticks after it committed`);
+        }
+      }
+    }
+    this.check.checkLogsPairwise(this.live());
+  }
+}
+
+export function runSeed(opts: SimOptions): SimResult {
+  return new Sim(opts).run();
+}

@@ -1,0 +1,59 @@
+// A small seeded PRNG (mulberry32 seeded through splitmix32): the same seed gives the same
+// sequence on every platform, so a simulated run replays bit for bit.
+export class Prng {
+  private s: number;
+
+  constructor(seed: number) {
+    // splitmix32 scrambles small consecutive seeds into unrelated starting states.
+    let z = (seed + 0x9e3779b9) >>> 0;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+    this.s = (z ^ (z >>> 16)) >>> 0;
+  }
+
+  /** Uniform 32-bit unsigned integer. */
+  u32(): number {
+    let t = (this.s = (this.s + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  }
+
+  /** Uniform in [0, 1). */
+  float(): number {
+    return this.u32() / 4294967296;
+  }
+
+  /** Uniform integer in [0, n). */
+  int(n: number): number {
+    if (n <= 0) throw new Error(`prng: int(${n})`);
+    return Math.floor(this.float() * n);
+  }
+
+  /** Uniform integer in [lo, hi] (inclusive). */
+  range(lo: number, hi: number): number {
+    return lo + this.int(hi - lo + 1);
+  }
+
+  chance(p: number): boolean {
+    return this.float() < p;
+  }
+
+  pick<T>(xs: readonly T[]): T {
+    return xs[this.int(xs.length)]!;
+  }
+
+  shuffle<T>(xs: readonly T[]): T[] {
+    const out = [...xs];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = this.int(i + 1);
+      [out[i], out[j]] = [out[j]!, out[i]!];
+    }
+    return out;
+  }
+
+  /** A child generator with its own stream (e.g. one per node's election timer). */
+  fork(): Prng {
+    return new Prng(this.u32());
+  }
+}
