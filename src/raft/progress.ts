@@ -29,6 +29,11 @@ export class Inflights {
     if (n > 0) this.buf.splice(0, n);
   }
 
+  /** Free the oldest slot (etcd's FreeFirstOne): lets one more append go out. */
+  freeFirstOne(): void {
+    this.buf.shift();
+  }
+
   reset(): void {
     this.buf.length = 0;
   }

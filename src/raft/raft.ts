@@ -587,6 +587,10 @@ export class RaftNode {
         return;
       case 'heartbeatResp':
         p.probeSent = false;
+        // A full window whose appends were all lost would never drain (only an appResp
+        // frees it): the follower answers heartbeats, so free one slot and send again. The
+        // resend is rejected if entries are missing, which puts the follower back in probe.
+        if (p.state === 'replicate' && p.inflights.full) p.inflights.freeFirstOne();
         if (p.state === 'snapshot') this.sendSnapshotChunk(p);
         else if (p.match < this.log.lastIndex()) this.sendAppend(m.from, true);
         if (m.context && !p.isLearner) this.ackRead(m.context, m.from);
