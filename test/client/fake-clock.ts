@@ -56,3 +56,13 @@ export async function until(condition: () => boolean, what = 'condition', timeou
     await settle(5);
   }
 }
+
+/** Moves `clock` forward in steps, letting sockets run between them, until `condition` holds. */
+export async function advanceUntil(clock: FakeClock, condition: () => boolean, what = 'condition', stepMs = 50, timeoutMs = 3_000): Promise<void> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    clock.advance(stepMs);
+    await settle(5);
+  }
+}
