@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { bytes, Driver, TEST_CONFIG } from './driver.js';
-import type { Fence } from '../../src/lockfsm/index.js';
+import type { Command, Fence } from '../../src/lockfsm/index.js';
 
 function begin(d: Driver, session: number, opKey: string, fence: Fence, at = 1000, retry?: boolean) {
   return d.apply({ type: 'beginOp', session, seq: d.seq(session), opKey, fence, at, ...(retry ? { retry } : {}) });
@@ -75,7 +75,7 @@ describe('operation ledger', () => {
   it('fence is required on beginOp and completeOp', () => {
     const d = new Driver();
     const a = d.open();
-    const r = d.apply({ type: 'beginOp', session: a, seq: 1, opKey: 'op', at: 1 } as never);
+    const r = d.m.apply(++d.index, { type: 'beginOp', session: a, seq: 1, opKey: 'op', at: 1 } as unknown as Command);
     assert.equal(r.result.type === 'error' && r.result.code, 'INVALID_ARGUMENT');
   });
 
