@@ -1,10 +1,12 @@
 // The `palisade` command.
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { existsSync } from 'node:fs';
 import { loadConfig } from '../server/config.js';
 import { cluster } from './cluster.js';
 import { serve } from './serve.js';
 import { fetchStatus, formatStatus } from './status.js';
+import { watchStatus } from './status-watch.js';
+import { fetchLocks, formatLocks } from './locks.js';
 
 const program = new Command();
 program.name('palisade').description('A lock service with fencing tokens, replicated by Raft.').showHelpAfterError();
@@ -40,7 +42,9 @@ program
   .description("print each node's role, term, leader, commit and applied index, members and pid")
   .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
   .option('--json', 'print JSON')
-  .action(async (o: { endpoints?: string; json?: boolean }) => {
+  .option('--watch', 'redraw the table every 500 ms until Ctrl-C')
+  .action(async (o: { endpoints?: string; json?: boolean; watch?: boolean }) => {
+    if (o.watch) return watchStatus(endpointsFrom(o.endpoints));
     const rows = await fetchStatus(endpointsFrom(o.endpoints));
     if (o.json) {
       const out = rows.map((r) =>
@@ -53,6 +57,24 @@ program
       process.stdout.write(`${formatStatus(rows)}\n`);
     }
   });
+
+program
+  .command('locks')
+  .description('list locks with their holders, tokens and waiters (a linearizable read)')
+  .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+  .option('--prefix <prefix>', 'only locks whose name starts with this')
+  .option('--limit <n>', 'at most this many locks', positiveInt, 1000)
+  .option('--json', 'print JSON')
+  .action(async (o: { endpoints?: string; prefix?: string; limit: number; json?: boolean }) => {
+    const locks = await fetchLocks(endpointsFrom(o.endpoints), { ...(o.prefix ? { prefix: o.prefix } : {}), limit: o.limit });
+    process.stdout.write(o.json ? `${JSON.stringify(locks, null, 2)}\n` : `${formatLocks(locks)}\n`);
+  });
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive whole number');
+  return n;
+}
 
 program.parseAsync(process.argv).catch((e: Error) => {
   process.stderr.write(`palisade: ${e.message}\n`);
