@@ -154,6 +154,11 @@ export class NodeMetrics {
       registers,
     });
 
+    // Known label values start at 0, so rate() works from the first increment on.
+    for (const outcome of ['committed', 'lost', 'timeout', 'failed'] as const) this.proposals.inc({ outcome }, 0);
+    for (const mode of ['exclusive', 'shared'] as const) this.grants.inc({ mode }, 0);
+    for (const reason of ['release', 'close', 'expire'] as const) this.releases.inc({ reason }, 0);
+
     gauge('palisade_client_connections', 'Client connections open to this node.', () => source.clients().connections);
     mirrorCounter('palisade_client_requests_total', 'Client requests received by this node.', () => source.clients().requests);
     this.rejected = new Counter({

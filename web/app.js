@@ -1,0 +1,272 @@
+// The Palisade status page. Plain browser JavaScript, no build step: the node serves this
+// file as it is. Everything comes from the node that served the page:
+//   /api/events   server-sent events: `cluster` (every node's status, as this node
+//                 gathered it), `events` (recent events), `locks` (the tables changed)
+//   /api/locks    one page of the lock table (?prefix=&offset=&limit=)
+//   /api/elections one page of elections
+// Text from the cluster (lock names, election values) is only ever set as textContent.
+
+const PAGE_SIZE = 50;
+const EVENTS_SHOWN = 200;
+/** Refetch the tables at most this often, however fast they change. */
+const TABLE_REFRESH_MS = 300;
+
+const $ = (sel) => document.querySelector(sel);
+
+const state = {
+  cluster: null,
+  leader: undefined, // undefined until the first cluster view; then a node id or null
+  prefix: '',
+  offset: 0,
+  total: 0,
+  events: [],
+  lastSeq: 0,
+  tablesInFlight: false,
+  tablesAgain: false,
+  lastTablesAt: 0,
+};
+
+// ---- small DOM helpers -----------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('data-')) e.setAttribute(k, String(v));
+    else if (k === 'title') e.title = v;
+    else e.setAttribute(k, String(v));
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(c === null || c === undefined ? '' : String(c)));
+  return e;
+}
+
+function td(text, cls) {
+  return el('td', cls ? { class: cls } : {}, text);
+}
+
+function fmtTime(ms) {
+  const d = new Date(ms);
+  const p = (n, w = 2) => String(n).padStart(w, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
+function fmtMs(ms) {
+  if (ms === null || ms === undefined) return '—';
+  return ms < 10 ? `${ms.toFixed(1)} ms` : `${Math.round(ms)} ms`;
+}
+
+function fmtTtl(ms) {
+  if (ms === null || ms === undefined) return '—';
+  return ms % 1000 === 0 ? `ttl ${ms / 1000} s` : `ttl ${(ms / 1000).toFixed(1)} s`;
+}
+
+// ---- nodes ----------------------------------------------------------------------------
+
+function renderCluster(c) {
+  state.cluster = c;
+  $('#cluster-id').textContent = c.clusterId;
+  $('#served-by').textContent = c.self;
+  $('#leader').textContent = c.leader ?? 'none';
+  $('#term').textContent = String(c.term);
+  noteLeader(c);
+
+  const leaderStatus = c.nodes.find((n) => n.id === c.leader)?.status ?? null;
+  const progressOf = (id) => leaderStatus?.peers.find((p) => p.id === id) ?? null;
+  const body = $('#nodes tbody');
+  body.replaceChildren(
+    ...c.nodes.map((n) => {
+      const s = n.status;
+      const isLeader = n.id === c.leader;
+      const role = s ? s.role : 'unreachable';
+      const p = progressOf(n.id);
+      const tr = el('tr', { 'data-node': n.id, 'data-role': role, class: `${isLeader ? 'leader' : ''} ${s ? '' : 'down'}`.trim() });
+      tr.append(
+        el('td', {}, el('span', { class: 'node-id' }, n.id), n.self ? el('span', { class: 'tag' }, 'this page') : ''),
+        el('td', {}, el('span', { class: `role role-${role}`, 'data-testid': 'role' }, role)),
+      );
+      if (!s) {
+        tr.append(el('td', { colspan: 10, class: 'error' }, n.error ?? 'unreachable'));
+        return tr;
+      }
+      tr.append(
+        td(s.term, 'num'),
+        td(s.leader ?? '—'),
+        td(s.commitIndex, 'num'),
+        td(s.appliedIndex, 'num'),
+        td(s.applyLag, `num ${s.applyLag > 0 ? 'warn' : ''}`),
+        td(isLeader ? '—' : p ? p.lag : '?', `num ${p && p.lag > 0 ? 'warn' : ''}`),
+        td(isLeader ? '—' : fmtMs(p?.rttMs), 'num'),
+        td(s.sessions, 'num'),
+        td(s.clientConnections, 'num'),
+        td(s.ready ? 'ready' : `no: ${s.notReadyReason}`, s.ready ? 'ok' : 'warn'),
+      );
+      return tr;
+    }),
+  );
+}
+
+/** A banner when the leader changes, with the time this page learned of it. */
+function noteLeader(c) {
+  const prev = state.leader;
+  state.leader = c.leader;
+  if (prev === undefined || prev === c.leader) return;
+  const banner = $('#banner');
+  banner.hidden = false;
+  if (c.leader === null) {
+    banner.className = 'banner banner-warn';
+    banner.textContent = `${fmtTime(Date.now())}  No leader: ${prev ?? 'the leader'} is gone or lost its majority; an election is under way.`;
+  } else {
+    banner.className = 'banner banner-ok';
+    banner.textContent = `${fmtTime(Date.now())}  New leader: ${c.leader} (term ${c.term})${prev ? `, was ${prev}` : ''}.`;
+  }
+  banner.setAttribute('data-leader', c.leader ?? '');
+}
+
+// ---- locks and elections ----------------------------------------------------------------
+
+function lockState(l) {
+  if (l.delayed) return l.lockDelayMs !== null ? `lock-delay ${l.lockDelayMs} ms` : 'lock-delay';
+  if (l.holders.length === 0) return l.waiters ? 'free, waiters queued' : 'free';
+  return l.limit ? `held (${l.holders.length}/${l.limit})` : 'held';
+}
+
+function renderLocks(page) {
+  state.total = page.total;
+  $('#locks-count').textContent = `${page.total}`;
+  $('#locks-asof').textContent = `as applied on ${page.node} at index ${page.appliedIndex}`;
+  const first = page.total === 0 ? 0 : page.offset + 1;
+  $('#page-info').textContent = `${first}–${page.offset + page.rows.length} of ${page.total}`;
+  $('#prev').disabled = page.offset === 0;
+  $('#next').disabled = page.offset + page.rows.length >= page.total;
+  $('#locks tbody').replaceChildren(
+    ...page.rows.map((l) => {
+      const holders = l.holders;
+      const waiters = l.waiters
+        ? `${l.waiters} (next: ${l.nextWaiters.map((w) => `s${w.session}${w.mode === 'shared' ? ' shared' : ''}`).join(', ')}${l.waiters > l.nextWaiters.length ? ', …' : ''})`
+        : '0';
+      return el(
+        'tr',
+        { 'data-lock': l.name },
+        td(l.name, 'name'),
+        td(l.mode ?? '—'),
+        td(holders.length ? holders.map((h) => h.session).join(', ') : '—', 'num'),
+        el('td', { class: 'num token', 'data-testid': 'token' }, holders.length ? holders.map((h) => h.token).join(', ') : '—'),
+        td(holders.length ? [...new Set(holders.map((h) => fmtTtl(h.ttlMs)))].join(', ') : '—'),
+        td(waiters),
+        td(lockState(l), l.delayed ? 'warn' : ''),
+      );
+    }),
+  );
+}
+
+function renderElections(page) {
+  $('#elections-count').textContent = `${page.total}`;
+  $('#elections tbody').replaceChildren(
+    ...page.rows.map((e) =>
+      el('tr', { 'data-election': e.name }, td(e.name, 'name'), td(e.leader ?? '—', 'num'), td(e.value ?? '—'), td(e.token ?? '—', 'num'), td(e.candidates, 'num')),
+    ),
+  );
+}
+
+async function getJson(path) {
+  const res = await fetch(path, { cache: 'no-store' });
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return res.json();
+}
+
+/** Fetch the visible lock page and elections; coalesce bursts of change hints. */
+async function refreshTables() {
+  if (state.tablesInFlight) {
+    state.tablesAgain = true;
+    return;
+  }
+  const wait = state.lastTablesAt + TABLE_REFRESH_MS - Date.now();
+  if (wait > 0) {
+    state.tablesInFlight = true;
+    await new Promise((r) => setTimeout(r, wait));
+  }
+  state.tablesInFlight = true;
+  state.tablesAgain = false;
+  try {
+    const q = new URLSearchParams({ prefix: state.prefix, offset: String(state.offset), limit: String(PAGE_SIZE) });
+    const [locks, elections] = await Promise.all([getJson(`/api/locks?${q}`), getJson('/api/elections?limit=50')]);
+    if (locks.rows.length === 0 && locks.offset > 0 && locks.total > 0) {
+      // The page we were on emptied: go to the last one that has rows.
+      state.offset = Math.max(0, Math.floor((locks.total - 1) / PAGE_SIZE) * PAGE_SIZE);
+      state.tablesAgain = true;
+    } else {
+      renderLocks(locks);
+    }
+    renderElections(elections);
+  } catch (e) {
+    console.warn('refreshing tables failed', e);
+  } finally {
+    state.lastTablesAt = Date.now();
+    state.tablesInFlight = false;
+  }
+  if (state.tablesAgain) void refreshTables();
+}
+
+// ---- events --------------------------------------------------------------------------
+
+function addEvents(events) {
+  const fresh = events.filter((e) => e.seq > state.lastSeq);
+  if (fresh.length === 0) return;
+  state.lastSeq = fresh[fresh.length - 1].seq;
+  state.events = [...state.events, ...fresh].slice(-EVENTS_SHOWN);
+  $('#events').replaceChildren(
+    ...state.events
+      .slice()
+      .reverse()
+      .map((e) => el('li', { class: `ev ev-${e.kind}`, 'data-kind': e.kind }, el('time', {}, fmtTime(e.at)), ' ', e.text)),
+  );
+}
+
+// ---- live connection -----------------------------------------------------------------
+
+function setConn(stateName, text) {
+  const c = $('#conn');
+  c.dataset.state = stateName;
+  c.className = `conn conn-${stateName}`;
+  c.textContent = text;
+}
+
+function connect() {
+  const es = new EventSource('/api/events');
+  es.addEventListener('open', () => {
+    setConn('live', 'live');
+    void refreshTables();
+  });
+  es.addEventListener('error', () => {
+    // EventSource reconnects by itself (the node asks for a retry within a second).
+    setConn('lost', `connection to ${state.cluster?.self ?? 'the node'} lost: retrying…`);
+  });
+  es.addEventListener('cluster', (m) => renderCluster(JSON.parse(m.data)));
+  es.addEventListener('events', (m) => {
+    const data = JSON.parse(m.data);
+    if (data.dropped > 0) {
+      // More happened than one push carries: fetch the tail instead.
+      void getJson('/api/recent?limit=200').then((r) => addEvents(r.events));
+    }
+    addEvents(data.events);
+  });
+  es.addEventListener('locks', () => void refreshTables());
+}
+
+$('#locks-filter').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  state.prefix = $('#prefix').value;
+  state.offset = 0;
+  void refreshTables();
+});
+$('#prev').addEventListener('click', () => {
+  state.offset = Math.max(0, state.offset - PAGE_SIZE);
+  void refreshTables();
+});
+$('#next').addEventListener('click', () => {
+  if (state.offset + PAGE_SIZE < state.total) state.offset += PAGE_SIZE;
+  void refreshTables();
+});
+
+connect();
