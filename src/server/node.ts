@@ -3,7 +3,7 @@
 // (ClientServer), and holds the leader-only timers: session leases and lock-delays.
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { DEFAULT_MACHINE_CONFIG, LockMachine, encodeCommand } from '../lockfsm/index.js';
+import { DEFAULT_MACHINE_CONFIG, LockMachine, encodeCommand, isMachineError, validateCommand } from '../lockfsm/index.js';
 import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
 import { RaftNode } from '../raft/index.js';
 import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
@@ -445,8 +445,10 @@ export class PalisadeNode {
 
   private async write(req: WriteRequest): Promise<Answer> {
     if (this.raft.role !== 'leader') return this.forward(req);
-    const cmd = commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now());
-    const r = this.raft.propose(encodeCommand(cmd));
+    // Validate before proposing: a bad request is answered at once and never reaches the log.
+    const cmd = validateCommand(commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now()), this.machineConfig);
+    if (isMachineError(cmd)) return answerFor(cmd, 0);
+    const r = this.raft.propose(encodeCommand(cmd, this.machineConfig));
     if (!r.ok) {
       if (r.reason === 'notLeader') return this.forward(req);
       return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);

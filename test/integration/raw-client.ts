@@ -1,0 +1,99 @@
+// A bare client-protocol connection for integration tests that check the server itself:
+// it sends exactly the frames a test asks for and records every event pushed to it.
+import WebSocket from 'ws';
+import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import type { ServerEvent, WireError } from '../../src/transport/client-protocol.js';
+
+export type Reply = { ok: true; result: any } | { ok: false; error: WireError };
+
+export class RawClient {
+  readonly events: ServerEvent[] = [];
+  private readonly pending = new Map<number, (r: Reply) => void>();
+  private nextId = 0;
+  private eventWaiters: { pred: (e: ServerEvent) => boolean; resolve: (e: ServerEvent) => void }[] = [];
+  closed = false;
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer) => {
+      const f = decodeFrame(data) as Record<string, unknown>;
+      if (typeof f['id'] === 'number' && 'ok' in f) {
+        this.pending.get(f['id'])?.(f as unknown as Reply);
+        this.pending.delete(f['id']);
+      } else if (typeof f['event'] === 'string') {
+        const e = f as unknown as ServerEvent;
+        this.events.push(e);
+        this.eventWaiters = this.eventWaiters.filter((w) => (w.pred(e) ? (w.resolve(e), false) : true));
+      }
+    });
+    ws.on('close', () => {
+      this.closed = true;
+      for (const r of this.pending.values()) r({ ok: false, error: { code: 'UNAVAILABLE', message: 'connection closed' } });
+      this.pending.clear();
+    });
+  }
+
+  static async connect(url: string): Promise<RawClient> {
+    const ws = new WebSocket(url);
+    await new Promise<void>((res, rej) => {
+      ws.once('open', () => res());
+      ws.once('error', rej);
+    });
+    return new RawClient(ws);
+  }
+
+  call(body: Record<string, unknown>, timeoutMs = 10_000): Promise<Reply> {
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`no reply to ${JSON.stringify(body)} within ${timeoutMs} ms`)), timeoutMs);
+      this.pending.set(id, (r) => {
+        clearTimeout(t);
+        resolve(r);
+      });
+      this.ws.send(encodeFrame({ id, ...body }));
+    });
+  }
+
+  /** Call and return the result, throwing on an error answer. */
+  async ok(body: Record<string, unknown>): Promise<any> {
+    const r = await this.call(body);
+    if (!r.ok) throw new Error(`${String(body['op'])} failed: ${r.error.code} ${r.error.message}`);
+    return r.result;
+  }
+
+  nextEvent(pred: (e: ServerEvent) => boolean, timeoutMs = 10_000): Promise<ServerEvent> {
+    const seen = this.events.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('expected event did not arrive')), timeoutMs);
+      this.eventWaiters.push({
+        pred,
+        resolve: (e) => {
+          clearTimeout(t);
+          resolve(e);
+        },
+      });
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+/** A session on a raw connection, with its own sequence numbers. */
+export class RawSession {
+  private seq = 0;
+  constructor(
+    readonly client: RawClient,
+    readonly id: number,
+  ) {}
+
+  static async open(client: RawClient, ttlMs: number): Promise<RawSession> {
+    const r = await client.ok({ op: 'openSession', ttlMs });
+    return new RawSession(client, r.session);
+  }
+
+  call(body: Record<string, unknown>): Promise<Reply> {
+    return this.client.call({ ...body, session: this.id, seq: ++this.seq });
+  }
+}
