@@ -396,6 +396,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     timer.unref();
 
     const refuse = (problem: string): void => {
+      if (refusedByUs) return; // frames that were already in flight
       refusedByUs = true;
       this.dialProblem(d, problem, true);
       ws.close(CLOSE.REFUSED, problem);
@@ -461,7 +462,10 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     }, this.opts.handshakeTimeoutMs);
     timer.unref();
 
+    let refused = false;
     const refuse = (reason: string): void => {
+      if (refused) return; // frames that were already in flight
+      refused = true;
       this.counters.handshakeFailures += 1;
       this.log.warn({ remote, peer: claimed, reason }, 'refused inbound peer link');
       clearTimeout(timer);

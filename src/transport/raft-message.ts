@@ -24,7 +24,8 @@ function fail(path: string, expected: string): never {
 // `+ 0` turns -0 into 0, so an accepted value survives the wire unchanged.
 const uint: Reader<number> = (v, path) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v + 0 : fail(path, 'a non-negative integer'));
 const bool: Reader<boolean> = (v, path) => (typeof v === 'boolean' ? v : fail(path, 'a boolean'));
-const bytes: Reader<Uint8Array> = (v, path) => (v instanceof Uint8Array ? v : fail(path, 'binary'));
+// Copied: a view would pin the whole receive buffer for as long as the log keeps the entry.
+const bytes: Reader<Uint8Array> = (v, path) => (v instanceof Uint8Array ? Uint8Array.prototype.slice.call(v) : fail(path, 'binary'));
 const nodeId: Reader<NodeId> = (v, path) => (typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : fail(path, 'a node id'));
 
 function oneOf<T extends string>(values: Readonly<Record<T, true>>): Reader<T> {

@@ -324,7 +324,8 @@ describe('PeerTransport', () => {
       await fullyConnected([a, b]);
       a.t.send('b', [msg('a', 'b', 1, { context: new Uint8Array(64 * 1024) })]);
       await waitFor('link dropped', () => b.events.includes('down:a'));
-      await waitFor('link back', () => b.events.filter((e) => e === 'up:a').length === 2);
+      // Both ends: the acceptor marks the link up before the dialer has read the welcome.
+      await waitFor('link back', () => b.events.filter((e) => e === 'up:a').length === 2 && a.events.filter((e) => e === 'up:b').length === 2);
       a.t.send('b', [msg('a', 'b', 2)]);
       await waitFor('small message delivered', () => received(b).length === 1);
       assert.equal(received(b)[0]!.term, 2);
