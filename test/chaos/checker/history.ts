@@ -299,10 +299,10 @@ export function historyProblems(history: readonly unknown[]): string[] {
   const problems: string[] = [];
   const seen = new Set<string>();
   history.forEach((raw, i) => {
-    const op = parseOperation(raw, `record ${i}`, problems);
-    if (op === undefined) return;
-    const idKey = `${typeof op.id}:${String(op.id)}`;
-    if (seen.has(idKey)) problems.push(`record ${i}: duplicate id ${String(op.id)}`);
+    parseOperation(raw, `record ${i}`, problems);
+    if (!isRecord(raw) || !(typeof raw['id'] === 'string' || isFiniteNumber(raw['id']))) return;
+    const idKey = `${typeof raw['id']}:${String(raw['id'])}`;
+    if (seen.has(idKey)) problems.push(`record ${i}: duplicate id ${String(raw['id'])}`);
     seen.add(idKey);
   });
   return problems;

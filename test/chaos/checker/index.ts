@@ -49,7 +49,7 @@ export {
 export type { FenceModelOp, FenceState, Holder, LockModelOp, LockState, Model, StepResult } from './model.js';
 export { searchLinearization } from './search.js';
 export type { Diagnosis, SearchBudget, SearchOp, SearchOptions, SearchOutcome } from './search.js';
-export { compileObject, objectKey, objectOf, partitionHistory, recordedView } from './partition.js';
+export { compileObject, objectKey, objectOf, partitionHistory, recordedView, toFenceModelOp, toLockModelOp } from './partition.js';
 export type { CompiledObject, ObjectHistory, ObjectKind, ObjectRef, Treatment, ViewOp } from './partition.js';
 export { checkInvariants } from './invariants.js';
 export type { InvariantName, InvariantViolation } from './invariants.js';

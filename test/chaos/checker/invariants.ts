@@ -101,7 +101,11 @@ function checkTokenOrder(grants: readonly Grant[], out: InvariantViolation[]): v
 /** One log entry grants a lock to one exclusive holder; only shared grants may share a token. */
 function checkDuplicateTokens(grants: readonly Grant[], out: InvariantViolation[]): void {
   const byToken = new Map<number, Grant[]>();
-  for (const g of grants) byToken.set(g.token, [...(byToken.get(g.token) ?? []), g]);
+  for (const g of grants) {
+    const group = byToken.get(g.token);
+    if (group === undefined) byToken.set(g.token, [g]);
+    else group.push(g);
+  }
   for (const group of byToken.values()) {
     for (let i = 0; i < group.length; i++) {
       for (let j = i + 1; j < group.length; j++) {
@@ -126,7 +130,9 @@ function checkFenceRegressions(history: readonly Operation[], out: InvariantViol
   const accepted = new Map<string, Operation[]>();
   for (const op of history) {
     if (op.op !== 'fencedWrite' || op.outcome !== 'ok' || op.result?.rejected === true) continue;
-    accepted.set(op.args.lock, [...(accepted.get(op.args.lock) ?? []), op]);
+    const list = accepted.get(op.args.lock);
+    if (list === undefined) accepted.set(op.args.lock, [op]);
+    else list.push(op);
   }
   for (const [lock, writes] of accepted) {
     const tokenOf = (op: Operation): number => (op.args as { token: number }).token;
@@ -187,7 +193,9 @@ function checkOverlappingHolders(history: readonly Operation[], grants: readonly
     if (!frees) continue;
     const s = op.op === 'sessionExpired' ? sessionKey(op.args.session) : sessionOf(op)!;
     if (!sessions.has(s)) continue;
-    freersBySession.set(s, [...(freersBySession.get(s) ?? []), op]);
+    const list = freersBySession.get(s);
+    if (list === undefined) freersBySession.set(s, [op]);
+    else list.push(op);
   }
   for (const d of distinct.values()) {
     for (const op of freersBySession.get(d.g.session) ?? []) {
@@ -213,6 +221,8 @@ function checkOverlappingHolders(history: readonly Operation[], grants: readonly
       for (let e = i - 1; e >= 0; e--) {
         const earlier = sorted[e]!;
         if (later.g.mode === 'shared' && earlier.g.mode === 'shared') continue;
+        // Granted in the opposite real-time order to their tokens: token-order reports that.
+        if (earlier.g.invokeMs > later.completeMs) continue;
         if (!(earlier.freeStart > later.completeMs)) continue;
         const freed =
           earlier.freers.length === 0

@@ -14,11 +14,37 @@ export interface StepResult<S> {
   state: S;
 }
 
+/** What the search tells a model about operations not yet linearized or dropped. */
+export interface PendingView {
+  /** How many pending operations carry `tag` (see Model.tags). */
+  count(tag: string): number;
+  /** How many pending definite operations (they must still take effect) carry `tag`. */
+  countDefinite(tag: string): number;
+}
+
 export interface Model<S, O> {
   readonly initial: S;
   step(state: S, op: O): StepResult<S>;
   key(state: S): string;
   describe(state: S): string;
+  /**
+   * True when `op` can be linearized neither in `state` nor in any state reachable from
+   * it. The search then drops an optional operation at once (merging branches that differ
+   * only in whether it was tried) and abandons a branch with a definite one.
+   */
+  isDead?(state: S, op: O, pending: PendingView): boolean;
+  /**
+   * For an optional operation: true when, from `state`, any way to finish the history in
+   * which `op` happens has a counterpart in which it does not — so the search may assume
+   * it did not. Must stay true in every state reachable from `state`.
+   */
+  isRedundant?(state: S, op: O, pending: PendingView): boolean;
+  /** True when some pending definite operation can never take effect from `state`: the branch is lost. */
+  isDoomed?(state: S, pending: PendingView): boolean;
+  /** The state with what no pending operation can observe forgotten, so that equivalent branches share memo entries. */
+  canonical?(state: S, pending: PendingView): S;
+  /** Labels the search counts over pending operations, for isDead and canonical. */
+  tags?(op: O): readonly string[];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -75,23 +101,36 @@ export function makeLockState(
   expired: readonly string[],
 ): LockState {
   // JSON keeps the key unambiguous whatever characters session ids contain.
-  const key = JSON.stringify([
-    holders.map((h) => [h.session, h.token, h.mode === 'shared' ? 1 : 0, h.value]),
-    Number.isFinite(nextToken) ? nextToken : null,
-    openSharedToken,
-    delayed ? 1 : 0,
-    expired,
-  ]);
+  const parts: unknown[] = [];
+  for (const h of holders) parts.push(h.session, h.token, h.mode === 'shared' ? 1 : 0, h.value);
+  const key = JSON.stringify([parts, Number.isFinite(nextToken) ? nextToken : null, openSharedToken, delayed ? 1 : 0, expired]);
   return { holders, nextToken, openSharedToken, delayed, expired, key };
 }
 
 export const INITIAL_LOCK_STATE: LockState = makeLockState([], Number.NEGATIVE_INFINITY, null, false, []);
 
-const bySession = (a: { session: string }, b: { session: string }): number =>
-  a.session < b.session ? -1 : a.session > b.session ? 1 : 0;
+// The helpers below run inside the search's inner loop: plain loops, no closures.
 
-function withHolder(holders: readonly Holder[], holder: Holder): Holder[] {
-  return [...holders.filter((h) => h.session !== holder.session), holder].sort(bySession);
+function holderIndex(holders: readonly Holder[], session: string): number {
+  for (let i = 0; i < holders.length; i++) if (holders[i]!.session === session) return i;
+  return -1;
+}
+
+/** holders without index `skip`, plus `add` (if any), kept sorted by session. */
+function rebuildHolders(holders: readonly Holder[], skip: number, add: Holder | undefined): Holder[] {
+  const out: Holder[] = [];
+  let placed = add === undefined;
+  for (let i = 0; i < holders.length; i++) {
+    if (i === skip) continue;
+    const h = holders[i]!;
+    if (!placed && add!.session < h.session) {
+      out.push(add!);
+      placed = true;
+    }
+    out.push(h);
+  }
+  if (!placed) out.push(add!);
+  return out;
 }
 
 function insertSorted(list: readonly string[], item: string): string[] {
@@ -111,8 +150,9 @@ function tokenMatches(held: number | null, asked: number | null): boolean {
 
 function stepGrant(s: LockState, op: Extract<LockModelOp, { type: 'grant' }>): StepResult<LockState> {
   if (s.expired.includes(op.session)) return no(s);
-  const own = s.holders.find((h) => h.session === op.session);
-  if (own !== undefined) {
+  const ownAt = holderIndex(s.holders, op.session);
+  if (ownAt >= 0) {
+    const own = s.holders[ownAt]!;
     if (own.mode !== op.mode) return no(s);
     // A second answer for a grant the session already holds (the service answers a
     // retried or repeated acquire with the first grant).
@@ -120,15 +160,8 @@ function stepGrant(s: LockState, op: Extract<LockModelOp, { type: 'grant' }>): S
     // The session holds through an operation whose answer was lost; this answer names
     // the token. It is still a grant made at a log index, so it obeys token order.
     if (own.token === null && op.token >= s.nextToken) {
-      return ok(
-        makeLockState(
-          withHolder(s.holders, { ...own, token: op.token, value: op.value ?? own.value }),
-          op.token + 1,
-          op.mode === 'shared' ? op.token : null,
-          s.delayed,
-          s.expired,
-        ),
-      );
+      const pinned: Holder = { session: own.session, token: op.token, mode: own.mode, value: op.value ?? own.value };
+      return ok(makeLockState(rebuildHolders(s.holders, ownAt, pinned), op.token + 1, op.mode === 'shared' ? op.token : null, s.delayed, s.expired));
     }
     return no(s);
   }
@@ -143,12 +176,18 @@ function stepGrant(s: LockState, op: Extract<LockModelOp, { type: 'grant' }>): S
     }
     if (shared >= op.limit) return no(s);
   }
-  const holders = withHolder(s.holders, { session: op.session, token: op.token, mode: op.mode, value: op.value });
+  const holders = rebuildHolders(s.holders, -1, { session: op.session, token: op.token, mode: op.mode, value: op.value });
   // A grant whose token was never seen does not move nextToken: we cannot know its index,
   // and guessing would reject histories the service could have produced.
   const nextToken = op.token === null ? s.nextToken : Math.max(s.nextToken, op.token + 1);
   const openShared = op.mode === 'shared' ? (op.token ?? s.openSharedToken) : null;
   return ok(makeLockState(holders, nextToken, openShared, false, s.expired));
+}
+
+/** Index of the holder a release/proclaim by `session` naming `token` refers to, or -1. */
+function heldBy(s: LockState, session: string, token: number | null): number {
+  const i = holderIndex(s.holders, session);
+  return i >= 0 && tokenMatches(s.holders[i]!.token, token) ? i : -1;
 }
 
 export function stepLock(s: LockState, op: LockModelOp): StepResult<LockState> {
@@ -160,9 +199,9 @@ export function stepLock(s: LockState, op: LockModelOp): StepResult<LockState> {
       // present a refusal is always possible (shared: a queued exclusive waiter goes first).
       return s.holders.length > 0 || s.delayed ? ok(s) : no(s);
     case 'release': {
-      const i = s.holders.findIndex((h) => h.session === op.session && tokenMatches(h.token, op.token));
+      const i = heldBy(s, op.session, op.token);
       if (i < 0) return no(s);
-      return ok(makeLockState(s.holders.filter((_, j) => j !== i), s.nextToken, null, s.delayed, s.expired));
+      return ok(makeLockState(rebuildHolders(s.holders, i, undefined), s.nextToken, null, s.delayed, s.expired));
     }
     case 'read': {
       if (op.holders.length !== s.holders.length) return no(s);
@@ -175,15 +214,26 @@ export function stepLock(s: LockState, op: LockModelOp): StepResult<LockState> {
     }
     case 'expire': {
       if (s.expired.includes(op.session)) return ok(s); // the same expiry seen twice
-      const holders = s.holders.filter((h) => h.session !== op.session);
-      const freed = holders.length !== s.holders.length;
-      return ok(makeLockState(holders, s.nextToken, null, s.delayed || freed, insertSorted(s.expired, op.session)));
+      const i = holderIndex(s.holders, op.session);
+      const freed = i >= 0;
+      // An expiry that frees nothing leaves openSharedToken alone (permissive), so that it
+      // is a pure no-op once nobody can act for the session any more.
+      return ok(
+        makeLockState(
+          freed ? rebuildHolders(s.holders, i, undefined) : s.holders,
+          s.nextToken,
+          freed ? null : s.openSharedToken,
+          s.delayed || freed,
+          insertSorted(s.expired, op.session),
+        ),
+      );
     }
     case 'proclaim': {
-      const i = s.holders.findIndex((h) => h.session === op.session && tokenMatches(h.token, op.token));
+      const i = heldBy(s, op.session, op.token);
       if (i < 0) return no(s);
-      const holders = s.holders.map((h, j) => (j === i ? { ...h, value: op.value } : h));
-      return ok(makeLockState(holders, s.nextToken, s.openSharedToken, s.delayed, s.expired));
+      const h = s.holders[i]!;
+      const updated: Holder = { session: h.session, token: h.token, mode: h.mode, value: op.value };
+      return ok(makeLockState(rebuildHolders(s.holders, i, updated), s.nextToken, s.openSharedToken, s.delayed, s.expired));
     }
     case 'readLeader': {
       if (op.leader === null) return s.holders.length === 0 ? ok(s) : no(s);
@@ -211,11 +261,157 @@ export function describeLockState(s: LockState): string {
   return parts.join('; ');
 }
 
+// Tags the search counts over pending operations (see PendingView):
+//   act:<s>      operations acting for session s (grant, release, proclaim)
+//   free:<s>     operations that can free s's hold (release, expiry)
+//   holds:<s>    operations that need s to hold the lock (release, proclaim)
+//   grant, grant:<s>, grantX, grantX:<s>   grants (X: exclusive), overall and per session
+//   observe, shows:<s>   reads of holders / leader, overall and those that show s
+//   refuse       refused tryAcquires
+const ACT = 'act:';
+const FREE = 'free:';
+const HOLDS = 'holds:';
+const GRANT_BY = 'grant:';
+const GRANT_X_BY = 'grantX:';
+const SHOWS = 'shows:';
+
+export function lockOpTags(op: LockModelOp): readonly string[] {
+  switch (op.type) {
+    case 'grant':
+      return op.mode === 'exclusive'
+        ? [ACT + op.session, 'grant', GRANT_BY + op.session, 'grantX', GRANT_X_BY + op.session]
+        : [ACT + op.session, 'grant', GRANT_BY + op.session];
+    case 'proclaim':
+      return [ACT + op.session, HOLDS + op.session];
+    case 'release':
+      return [ACT + op.session, FREE + op.session, HOLDS + op.session];
+    case 'expire':
+      return [FREE + op.session];
+    case 'read':
+      return ['observe', ...op.holders.map((h) => SHOWS + h.session)];
+    case 'readLeader':
+      return op.leader === null ? ['observe'] : ['observe', SHOWS + op.leader.session];
+    case 'refuse':
+      return ['refuse'];
+  }
+}
+
+/** A holder nobody can ever free: no release or expiry of its session is pending. */
+function isStuck(h: Holder, pending: PendingView): boolean {
+  return pending.count(FREE + h.session) === 0;
+}
+
+/**
+ * Monotone facts make operations impossible for good: an expired session never holds
+ * again; nextToken never decreases (so a fresh grant below it never happens); and a
+ * holder with no pending release or expiry holds until the end.
+ */
+export function isLockOpDead(s: LockState, op: LockModelOp, pending: PendingView): boolean {
+  switch (op.type) {
+    case 'grant': {
+      if (s.expired.includes(op.session)) return true;
+      let ownHasToken = false;
+      for (const h of s.holders) {
+        if (h.session === op.session) {
+          ownHasToken = h.token === op.token;
+          continue;
+        }
+        if ((h.mode === 'exclusive' || op.mode === 'exclusive') && isStuck(h, pending)) return true;
+      }
+      return op.token !== null && op.token < s.nextToken && !(op.mode === 'shared' && op.token === s.openSharedToken) && !ownHasToken;
+    }
+    case 'release':
+    case 'proclaim':
+      return s.expired.includes(op.session);
+    case 'expire':
+      return false; // an expiry can always happen (a repeated one is a no-op)
+    case 'read': {
+      for (const seen of op.holders) if (s.expired.includes(seen.session)) return true;
+      for (const h of s.holders) {
+        if (!isStuck(h, pending)) continue;
+        let shown = false;
+        for (const seen of op.holders) if (seen.session === h.session) shown = true;
+        if (!shown) return true;
+      }
+      return false;
+    }
+    case 'readLeader':
+      if (op.leader !== null && s.expired.includes(op.leader.session)) return true;
+      for (const h of s.holders) if (isStuck(h, pending) && h.session !== op.leader?.session) return true;
+      return false;
+    case 'refuse':
+      return false;
+  }
+}
+
+/**
+ * Optional operations that may be assumed not to have happened:
+ *  - an expiry of a session already expired, or of one holding nothing that nobody will
+ *    act for any more: it would only add the session to a set nobody consults;
+ *  - a grant whose hold nothing pending needs: no definite read shows the session, no
+ *    definite release/proclaim/grant of the session needs it to hold, and no definite
+ *    refusal could use a busy lock. Taking it out of any linearization keeps the others
+ *    valid (fewer holders never hurt a grant; reads that ran while it held would have
+ *    shown it). This is what keeps lost acquires of sessions that later expired from
+ *    multiplying the search: each would otherwise stay pending as a live option forever.
+ */
+export function isLockOpRedundant(s: LockState, op: LockModelOp, pending: PendingView): boolean {
+  switch (op.type) {
+    case 'expire':
+      return s.expired.includes(op.session) || (pending.count(ACT + op.session) === 0 && holderIndex(s.holders, op.session) < 0);
+    case 'grant':
+      return (
+        holderIndex(s.holders, op.session) < 0 &&
+        pending.countDefinite(SHOWS + op.session) === 0 &&
+        pending.countDefinite(HOLDS + op.session) === 0 &&
+        pending.countDefinite(GRANT_BY + op.session) === 0 &&
+        pending.countDefinite('refuse') === 0
+      );
+    default:
+      return false;
+  }
+}
+
+/**
+ * Some pending definite operation can never take effect from this state: a holder nobody
+ * can free blocks every definite grant to another session that conflicts with it and
+ * every definite read that does not show it; an expired session can no longer act.
+ */
+export function isLockStateDoomed(s: LockState, pending: PendingView): boolean {
+  for (const h of s.holders) {
+    if (!isStuck(h, pending)) continue;
+    const blockedGrants =
+      h.mode === 'exclusive'
+        ? pending.countDefinite('grant') - pending.countDefinite(GRANT_BY + h.session)
+        : pending.countDefinite('grantX') - pending.countDefinite(GRANT_X_BY + h.session);
+    if (blockedGrants > 0) return true;
+    if (pending.countDefinite('observe') > pending.countDefinite(SHOWS + h.session)) return true;
+  }
+  for (const session of s.expired) if (pending.countDefinite(ACT + session) > 0) return true;
+  return false;
+}
+
+/** Expired sessions matter only to operations acting for them; forget those with none pending. */
+export function canonicalLockState(s: LockState, pending: PendingView): LockState {
+  if (s.expired.length === 0) return s;
+  let keep = 0;
+  for (const session of s.expired) if (pending.count(ACT + session) > 0) keep++;
+  if (keep === s.expired.length) return s;
+  const expired: string[] = [];
+  for (const session of s.expired) if (pending.count(ACT + session) > 0) expired.push(session);
+  return makeLockState(s.holders, s.nextToken, s.openSharedToken, s.delayed, expired);
+}
+
 export const lockModel: Model<LockState, LockModelOp> = {
   initial: INITIAL_LOCK_STATE,
   step: stepLock,
   key: (s) => s.key,
   describe: describeLockState,
+  isDead: isLockOpDead,
+  isRedundant: isLockOpRedundant,
+  isDoomed: isLockStateDoomed,
+  canonical: canonicalLockState,
+  tags: lockOpTags,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -254,4 +450,6 @@ export const fenceModel: Model<FenceState, FenceModelOp> = {
   step: stepFence,
   key: (s) => s.key,
   describe: (s) => (s.fence === null ? 'no write accepted yet' : `highest accepted token ${s.fence}`),
+  // The fence only grows: a token below it is refused for good, a reported fence below it is stale for good.
+  isDead: (s, op) => s.fence !== null && (op.type === 'accept' ? op.token < s.fence : op.fence !== null && op.fence < s.fence),
 };

@@ -114,8 +114,8 @@ export interface CompiledObject {
   run(budget: SearchBudget, options?: SearchOptions): SearchOutcome;
 }
 
-// Counter 0 counts linearized definite grants that take part in token ordering.
-const GRANT_ORDER_COUNTER = 0;
+// Counter 0 counts linearized definite operations that take part in token ordering.
+const TOKEN_ORDER_COUNTER = 0;
 
 type Certainty = { optional: boolean; returnMs: number; useResult: boolean };
 
@@ -133,8 +133,12 @@ function certaintyOf(v: ViewOp): Certainty | undefined {
   }
 }
 
-/** The model operation for a lock/election record; undefined when it cannot change anything. */
-function lockModelOp(op: Operation, useResult: boolean): LockModelOp | undefined {
+/**
+ * The model operation for a lock/election record. useResult false: the answer was lost,
+ * so only what the arguments say is known. Undefined when the record can change nothing
+ * and says nothing (a read whose answer was lost).
+ */
+export function toLockModelOp(op: Operation, useResult: boolean): LockModelOp | undefined {
   const session = sessionOf(op);
   switch (op.op) {
     case 'acquire':
@@ -180,7 +184,7 @@ function lockModelOp(op: Operation, useResult: boolean): LockModelOp | undefined
   }
 }
 
-function fenceModelOp(op: Operation, useResult: boolean): FenceModelOp | undefined {
+export function toFenceModelOp(op: Operation, useResult: boolean): FenceModelOp | undefined {
   if (op.op !== 'fencedWrite') return undefined;
   const r = useResult ? op.result : undefined;
   if (r !== undefined && r.rejected === true) return { type: 'reject', token: op.args.token, fence: r.fence };
@@ -199,68 +203,81 @@ export function compileObject(ref: ObjectRef, view: readonly ViewOp[]): Compiled
     for (const v of view) {
       const c = certaintyOf(v);
       if (c === undefined) continue;
-      const m = fenceModelOp(v.source, c.useResult);
+      const m = toFenceModelOp(v.source, c.useResult);
       if (m === undefined || (c.optional && isObservation(m))) continue;
       ops.push({ op: m, invokeMs: v.source.invokeMs, returnMs: c.returnMs, optional: c.optional });
       sources.push(v.source);
     }
-    return { ref, sources, run: (budget, options) => searchLinearization(fenceModel, ops, budget, options) };
+    const ordered = withTokenOrder(ops, acceptToken, () => true);
+    return { ref, sources, run: (budget, options) => searchLinearization(fenceModel, ordered, budget, options) };
   }
 
   const ops: SearchOp<LockModelOp>[] = [];
   for (const v of view) {
     const c = certaintyOf(v);
     if (c === undefined) continue;
-    const m = lockModelOp(v.source, c.useResult);
+    const m = toLockModelOp(v.source, c.useResult);
     if (m === undefined || (c.optional && isObservation(m))) continue;
     ops.push({ op: m, invokeMs: v.source.invokeMs, returnMs: c.returnMs, optional: c.optional });
     sources.push(v.source);
   }
-  return { ref, sources, run: (budget, options) => searchLinearization(lockModel, withGrantOrder(ops), budget, options) };
+  const ordered = withGrantOrder(ops);
+  return { ref, sources, run: (budget, options) => searchLinearization(lockModel, ordered, budget, options) };
 }
 
 /**
- * Fencing tokens fix the order of grants: once a grant with token t is linearized, the
- * model rejects any fresh grant with a smaller token. So a definite grant may only be
- * linearized after every definite grant with a smaller token — a gate that cuts off
- * branches the model would only kill at the smaller grant's return.
+ * Tokens fix an order, and gates let the search use it up front (see search.ts).
  *
- * Grants sharing (session, token) with another grant are left out: the model lets a
- * repeated answer for a held grant through at any point, so its order is not fixed.
+ * Lock grants: once a grant with token t is linearized, the model rejects any fresh grant
+ * with a smaller token. So no grant with token t may be linearized while a definite grant
+ * with a smaller token is pending — that grant could then never happen. Definite grants
+ * sharing (session, token) with another grant are left out of the count: the model lets a
+ * repeated answer for a held grant through at any point, so their order is not fixed.
+ *
+ * Fenced writes: accepted tokens never decrease, so the same holds for accepts.
  */
-function withGrantOrder(ops: readonly SearchOp<LockModelOp>[]): SearchOp<LockModelOp>[] {
-  const identity = (m: LockModelOp): string | undefined =>
-    m.type === 'grant' && m.token !== null ? JSON.stringify([m.session, m.token]) : undefined;
-  const seen = new Map<string, number>();
-  for (const o of ops) {
-    const id = identity(o.op);
-    if (id !== undefined) seen.set(id, (seen.get(id) ?? 0) + 1);
-  }
-  const ordered = (o: SearchOp<LockModelOp>): number | undefined => {
-    const id = identity(o.op);
-    if (o.optional || id === undefined || seen.get(id)! > 1) return undefined;
-    return (o.op as { token: number }).token;
-  };
-  const tokens = ops
-    .map(ordered)
-    .filter((t): t is number => t !== undefined)
+function withTokenOrder<O>(ops: readonly SearchOp<O>[], tokenOf: (op: O) => number | undefined, countable: (o: SearchOp<O>) => boolean): SearchOp<O>[] {
+  const counted = ops
+    .filter((o) => !o.optional && countable(o))
+    .map((o) => tokenOf(o.op)!)
     .sort((a, b) => a - b);
   const countBelow = (t: number): number => {
     let lo = 0;
-    let hi = tokens.length;
+    let hi = counted.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (tokens[mid]! < t) lo = mid + 1;
+      if (counted[mid]! < t) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   };
   return ops.map((o) => {
-    const t = ordered(o);
+    const t = tokenOf(o.op);
     if (t === undefined) return o;
     const below = countBelow(t);
-    return { ...o, bumps: [GRANT_ORDER_COUNTER], ...(below > 0 ? { needs: [[GRANT_ORDER_COUNTER, below] as const] } : {}) };
+    const bumps = !o.optional && countable(o) ? { bumps: [TOKEN_ORDER_COUNTER] } : {};
+    const needs = below > 0 ? { needs: [[TOKEN_ORDER_COUNTER, below] as const] } : {};
+    return { ...o, ...bumps, ...needs };
   });
+}
+
+function grantToken(m: LockModelOp): number | undefined {
+  return m.type === 'grant' && m.token !== null ? m.token : undefined;
+}
+
+function withGrantOrder(ops: readonly SearchOp<LockModelOp>[]): SearchOp<LockModelOp>[] {
+  const identity = (m: LockModelOp): string => JSON.stringify([(m as { session: string }).session, grantToken(m)]);
+  const seen = new Map<string, number>();
+  for (const o of ops) {
+    if (grantToken(o.op) === undefined) continue;
+    const id = identity(o.op);
+    seen.set(id, (seen.get(id) ?? 0) + 1);
+  }
+  return withTokenOrder(ops, grantToken, (o) => seen.get(identity(o.op)) === 1);
+}
+
+function acceptToken(m: FenceModelOp): number | undefined {
+  return m.type === 'accept' ? m.token : undefined;
 }
 
 /** Every operation of the object as recorded. */

@@ -19,8 +19,15 @@
 //    orders it knows a priori (fencing tokens fix the order of grants), which prunes
 //    branches the model would only reject much later. Counters only count definite
 //    operations, so they are a function of the handled set and memoisation stays sound.
+//
+// And two reductions the model may offer (both keep the search exact):
+//  - dead operations: an optional operation the model says can never take effect from
+//    here on is dropped at once, so branches that differ only in when it was given up
+//    merge in the memo; a dead definite operation ends the branch immediately.
+//  - canonical states: the model forgets what no pending operation can observe (e.g. the
+//    expiry of a session nobody acts for any more), again so equivalent branches merge.
 
-import type { Model } from './model.js';
+import type { Model, PendingView } from './model.js';
 
 export interface SearchOp<O> {
   readonly op: O;
@@ -164,6 +171,48 @@ export function searchLinearization<S, O>(
     for (const c of op.bumps) counters[c] = counters[c]! + by;
   };
 
+  // Pending (neither linearized nor dropped) operations per model tag.
+  const tagIds = new Map<string, number>();
+  const opTags: Int32Array[] = ops.map((op) => {
+    const tags = model.tags === undefined ? [] : model.tags(op.op);
+    return Int32Array.from(tags, (tag) => {
+      let t = tagIds.get(tag);
+      if (t === undefined) {
+        t = tagIds.size;
+        tagIds.set(tag, t);
+      }
+      return t;
+    });
+  });
+  const pendingTags = new Int32Array(tagIds.size);
+  const pendingDefiniteTags = new Int32Array(tagIds.size);
+  ops.forEach((op, i) => {
+    for (const t of opTags[i]!) {
+      pendingTags[t]!++;
+      if (!op.optional) pendingDefiniteTags[t]!++;
+    }
+  });
+  const pending: PendingView = {
+    count: (tag) => {
+      const t = tagIds.get(tag);
+      return t === undefined ? 0 : pendingTags[t]!;
+    },
+    countDefinite: (tag) => {
+      const t = tagIds.get(tag);
+      return t === undefined ? 0 : pendingDefiniteTags[t]!;
+    },
+  };
+  const handle = (i: number, by: 1 | -1): void => {
+    toggle(i);
+    const definite = !ops[i]!.optional;
+    for (const t of opTags[i]!) {
+      pendingTags[t] = pendingTags[t]! - by;
+      if (definite) pendingDefiniteTags[t] = pendingDefiniteTags[t]! - by;
+    }
+  };
+  const doomed = (s: S): boolean => model.isDoomed !== undefined && model.isDoomed(s, pending);
+  const canonical = (s: S): S => (model.canonical === undefined ? s : model.canonical(s, pending));
+
   // The choice stack: which operation, whether it was dropped rather than linearized, and
   // the state before it.
   const frameOp = new Int32Array(n);
@@ -182,6 +231,24 @@ export function searchLinearization<S, O>(
     return order;
   };
 
+  // Drop optional op i (it did not happen): a forced choice, recorded so that backtracking
+  // can undo it. Returns false when the resulting branch is lost or was explored before.
+  const drop = (i: number): boolean => {
+    handle(i, 1);
+    const dropped = canonical(state);
+    if (doomed(dropped) || !remember(model.key(dropped))) {
+      handle(i, -1);
+      return false;
+    }
+    frameOp[depth] = i;
+    frameDropped[depth] = 1;
+    frameState[depth] = state;
+    depth++;
+    state = dropped;
+    lift(i);
+    return true;
+  };
+
   let entry = next[0]!;
   for (;;) {
     if (entry === 0) return { verdict: 'linearizable', steps, order: currentOrder() };
@@ -191,67 +258,87 @@ export function searchLinearization<S, O>(
 
     const i = (entry - 1) >> 1;
     const op = ops[i]!;
-    if (entry & 1) {
+    const call = 2 * i + 1;
+    const ret = call + 1;
+    let backtrack = false;
+    if (entry === call) {
       // A call: try to linearize op i here.
-      if (gatesOpen(op)) {
-        const r = model.step(state, op.op);
-        if (r.ok) {
-          toggle(i);
-          if (remember(model.key(r.state))) {
-            frameOp[depth] = i;
-            frameDropped[depth] = 0;
-            frameState[depth] = state;
-            depth++;
-            linearizedCount++;
-            bump(op, 1);
-            state = r.state;
-            lift(i);
-            entry = next[0]!;
-            continue;
+      const dead = model.isDead !== undefined && model.isDead(state, op.op, pending);
+      if (op.optional && (dead || (model.isRedundant !== undefined && model.isRedundant(state, op.op, pending)))) {
+        // Dropping changes nothing earlier calls depend on, so the scan goes on from here
+        // instead of restarting at the head.
+        const after = next[call] === ret ? next[ret]! : next[call]!;
+        if (drop(i)) {
+          entry = after;
+          continue;
+        }
+        backtrack = true; // this level was explored before with op i given up
+      } else {
+        let accepted = false;
+        if (gatesOpen(op)) {
+          const r = model.step(state, op.op);
+          accepted = r.ok;
+          if (r.ok) {
+            handle(i, 1);
+            const after = canonical(r.state);
+            if (!doomed(after) && remember(model.key(after))) {
+              frameOp[depth] = i;
+              frameDropped[depth] = 0;
+              frameState[depth] = state;
+              depth++;
+              linearizedCount++;
+              bump(op, 1);
+              state = after;
+              lift(i);
+              entry = next[0]!;
+              continue;
+            }
+            handle(i, -1);
           }
-          toggle(i);
+        }
+        if (dead && !accepted) {
+          backtrack = true; // a definite operation that can never take effect: this branch is lost
+        } else {
+          entry = next[call]!;
+          continue;
         }
       }
-      entry = next[entry]!;
-      continue;
-    }
-
-    // A return: op i's window closes unlinearized.
-    if (op.optional) {
+    } else if (op.optional) {
+      // A return of an optional operation: it did not happen.
       if (op.returnMs === Infinity) {
-        // Only optional operations remain: they did not happen.
+        // Only optional operations remain: none of them happened.
         return { verdict: 'linearizable', steps, order: currentOrder() };
       }
-      toggle(i);
-      if (remember(model.key(state))) {
-        frameOp[depth] = i;
-        frameDropped[depth] = 1;
-        frameState[depth] = state;
-        depth++;
-        lift(i);
-        entry = next[0]!;
+      if (drop(i)) {
+        entry = next[ret]!;
         continue;
       }
-      toggle(i);
-    } else if (options.diagnose && linearizedCount > bestDepth) {
-      bestDepth = linearizedCount;
-      best = { prefix: currentOrder(), stuck: i, state: model.describe(state) };
+      backtrack = true;
+    } else {
+      // A definite operation's window closes unlinearized.
+      if (options.diagnose && linearizedCount > bestDepth) {
+        bestDepth = linearizedCount;
+        best = { prefix: currentOrder(), stuck: i, state: model.describe(state) };
+      }
+      backtrack = true;
     }
 
-    // Backtrack: undo choices until one leaves a later call to try. A dropped operation
-    // was the last alternative at its level, so undoing it backtracks further.
-    for (;;) {
-      if (depth === 0) return best === undefined ? { verdict: 'not-linearizable', steps } : { verdict: 'not-linearizable', steps, diagnosis: best };
-      depth--;
-      const j = frameOp[depth]!;
-      state = frameState[depth]!;
-      toggle(j);
-      unlift(j);
-      if (frameDropped[depth]) continue;
-      linearizedCount--;
-      bump(ops[j]!, -1);
-      entry = next[2 * j + 1]!;
-      break;
+    if (backtrack) {
+      // Undo choices until one leaves a later call to try. A dropped operation was the
+      // last alternative at its level, so undoing it backtracks further.
+      for (;;) {
+        if (depth === 0) return best === undefined ? { verdict: 'not-linearizable', steps } : { verdict: 'not-linearizable', steps, diagnosis: best };
+        depth--;
+        const j = frameOp[depth]!;
+        state = frameState[depth]!;
+        handle(j, -1);
+        unlift(j);
+        if (frameDropped[depth]) continue;
+        linearizedCount--;
+        bump(ops[j]!, -1);
+        entry = next[2 * j + 1]!;
+        break;
+      }
     }
   }
 }
