@@ -53,8 +53,10 @@ export interface WireError {
   readonly message: string;
   /** Id and client URL of the leader, when known (on NOT_LEADER and UNAVAILABLE). */
   readonly leaderHint?: { readonly id: string; readonly clientUrl: string };
-  /** FENCED: the token the lock has now (null when free). */
+  /** FENCED, NOT_HOLDER, CONFLICT on a lock: the token the lock has now (null when free). */
   readonly currentToken?: number | null;
+  /** CONFLICT on ifRevision: the key's revision now (0 = absent). */
+  readonly currentRevision?: number;
 }
 
 export type LockMode = 'exclusive' | 'shared';
@@ -95,7 +97,8 @@ export type Request =
   | { id: number; op: 'locks'; prefix?: string; limit?: number }
   | ({ id: number; op: 'campaign'; election: string; value: string } & Sequenced)
   | ({ id: number; op: 'proclaim'; election: string; token: number; value: string } & Sequenced)
-  | ({ id: number; op: 'resign'; election: string; token: number } & Sequenced)
+  /** With `token` the leader steps down; without it a queued candidate withdraws. */
+  | ({ id: number; op: 'resign'; election: string; token?: number } & Sequenced)
   | { id: number; op: 'leader'; election: string }
   | { id: number; op: 'observe'; election: string }
   | { id: number; op: 'unobserve'; election: string }
@@ -180,7 +183,13 @@ export interface SessionResult {
 export type AcquireResult =
   | { readonly status: 'granted'; readonly token: number; readonly index: number }
   | { readonly status: 'queued'; readonly position: number; readonly index: number }
-  | { readonly status: 'busy'; readonly holders: readonly Holder[]; readonly index: number };
+  | {
+      readonly status: 'busy';
+      readonly holders: readonly Holder[];
+      readonly index: number;
+      /** True when lock-delay holds the lock back (possibly with nobody holding it). */
+      readonly delayed?: boolean;
+    };
 
 export interface Holder {
   readonly session: number;

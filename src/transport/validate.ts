@@ -272,7 +272,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
         value: f.string('value', false),
       };
     case 'resign':
-      return { id, op, ...f.sequenced(), election: f.string('election', true), token: f.uint('token', 1) };
+      return withoutUndefined({ id, op, ...f.sequenced(), election: f.string('election', true), token: f.optUint('token', 1) });
     case 'leader':
     case 'observe':
     case 'unobserve':
@@ -359,7 +359,8 @@ function parseWireError(x: unknown): WireError {
   }
   // currentToken: absent, or nil (the lock is free), or the token the lock has now.
   const currentToken = Object.prototype.hasOwnProperty.call(x, 'currentToken') ? f.orNull('currentToken', (n) => f.uint(n)) : undefined;
-  return withoutUndefined({ code, message, leaderHint, currentToken });
+  const currentRevision = f.optUint('currentRevision');
+  return withoutUndefined({ code, message, leaderHint, currentToken, currentRevision });
 }
 
 const RELEASE_REASONS = ['release', 'close', 'expire', 'cancel'] as const;
