@@ -1,0 +1,125 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ElectionState } from '../../src/client/index.js';
+import { LockLostError } from '../../src/client/index.js';
+import { FakeCluster } from './fake-cluster.js';
+import { settle, until } from './fake-clock.js';
+
+test('campaign leads at once when nobody does; proclaim and resign', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const a = await cluster.client();
+  const leadership = await a.election('e').campaign('a-value');
+  assert.equal(leadership.election, 'e');
+  assert.equal(leadership.value, 'a-value');
+  assert.equal(leadership.held, true);
+  assert.deepEqual(await a.election('e').leader(), { leader: a.sessionId, value: 'a-value', token: leadership.token });
+  await leadership.proclaim('a2');
+  assert.equal(cluster.electionView('e').value, 'a2');
+  await leadership.resign();
+  await leadership.resign();
+  assert.equal(cluster.requests('resign').length, 1, 'resign is idempotent');
+  assert.equal(cluster.electionView('e').leader, null);
+  assert.equal(leadership.signal.aborted, true);
+  await assert.rejects(leadership.proclaim('late'), LockLostError);
+});
+
+test('a queued campaign resolves when the electionChanged event names our session', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const a = await cluster.client();
+  const b = await cluster.client();
+  const first = await a.election('q').campaign('a');
+  const second = b.election('q').campaign('b');
+  await until(() => cluster.elections.get('q')!.candidates.length === 1, 'b queued');
+  await first.resign();
+  const leadership = await second;
+  assert.ok(leadership.token > first.token);
+  assert.equal(cluster.electionView('q').leader, b.sessionId);
+  assert.equal(leadership.value, 'b');
+});
+
+test('observe yields the current leader first, then each change once (by index)', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const a = await cluster.client();
+  const b = await cluster.client();
+  const watcher = await cluster.client();
+  const la = await a.election('o').campaign('va');
+  const observer = watcher.election('o').observe();
+  await observer.ready;
+  const seen: ElectionState[] = [];
+  const reading = (async () => {
+    for await (const state of observer) {
+      seen.push(state);
+      if (seen.length === 3) break;
+    }
+  })();
+  await until(() => seen.length === 1, 'current leader');
+  assert.deepEqual(seen[0], { leader: a.sessionId, value: 'va', token: la.token });
+
+  // The same event delivered twice (say, by two nodes) is yielded once.
+  const conn = [...cluster.nodes[0]!.conns].find((c) => c.elections.has('o') && !c.sessions.has(a.sessionId!))!;
+  await la.proclaim('va2');
+  const again = { event: 'electionChanged', index: cluster.index, election: 'o', leader: a.sessionId, value: 'va2', token: la.token };
+  conn.send(again);
+  const pb = b.election('o').campaign('vb');
+  await until(() => cluster.elections.get('o')!.candidates.length === 1, 'b queued');
+  await la.resign();
+  const lb = await pb;
+  await reading;
+  assert.deepEqual(seen.slice(1), [
+    { leader: a.sessionId, value: 'va2', token: la.token },
+    { leader: b.sessionId, value: 'vb', token: lb.token },
+  ]);
+  await settle();
+  assert.ok(cluster.requests('unobserve').length >= 1, 'leaving the loop unsubscribes');
+});
+
+test('observe re-subscribes after a reconnect and catches up by reading', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const a = await cluster.client({ endpoints: [cluster.urls[1]!] });
+  const watcher = await cluster.client({ endpoints: [cluster.urls[0]!] });
+  const observer = watcher.election('r').observe();
+  await observer.ready;
+  const seen: ElectionState[] = [];
+  void (async () => {
+    for await (const state of observer) seen.push(state);
+  })();
+  await until(() => seen.length === 1, 'initial state');
+  assert.deepEqual(seen[0], { leader: null, value: null, token: null });
+  // The watcher's connection drops; the election changes while no connection tells it.
+  let token = 0;
+  cluster.nodes[0]!.intercept = (req) => {
+    if (req.op === 'hello' && token === 0) {
+      token = ++cluster.index;
+      cluster.elections.set('r', { leader: { session: a.sessionId!, token, value: 'x' }, candidates: [] });
+    }
+    return undefined;
+  };
+  cluster.nodes[0]!.dropConnections();
+  await until(() => seen.length === 2, 'caught up after reconnect');
+  assert.deepEqual(seen[1], { leader: a.sessionId, value: 'x', token });
+  assert.ok(cluster.requests('observe').length >= 2);
+  observer.close();
+});
+
+test('leadership is lost with its session', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const a = await cluster.client();
+  const leadership = await a.election('s').campaign('v');
+  cluster.expire(a.sessionId!);
+  await until(() => leadership.signal.aborted, 'lost');
+  assert.throws(() => leadership.assertHeld(), LockLostError);
+});
+
+test('an aborted campaign steps down as soon as it would have been elected', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const a = await cluster.client();
+  const b = await cluster.client();
+  const la = await a.election('c').campaign('a');
+  const controller = new AbortController();
+  const pb = b.election('c').campaign('b', { signal: controller.signal });
+  await until(() => cluster.elections.get('c')!.candidates.length === 1, 'b queued');
+  controller.abort(new Error('not interested'));
+  await assert.rejects(pb, /not interested/);
+  await la.resign();
+  await until(() => cluster.electionView('c').leader === null, 'b resigned on being elected');
+});
