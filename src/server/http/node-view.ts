@@ -115,6 +115,8 @@ export class NodeView implements MetricsSource {
   /** The full sorted listing for one prefix at one applied index: paging through 10,000
    *  locks then costs one listing per change, not one per page. */
   private lockCache: { machine: LockMachine; applied: number; prefix: string; locks: LockInfo[] } | null = null;
+  /** Session TTLs at one applied index (machine.session() would list each session's locks). */
+  private ttlCache: { machine: LockMachine; applied: number; ttl: Map<number, number> } | null = null;
 
   constructor(
     private readonly n: NodeInternals,
@@ -206,11 +208,14 @@ export class NodeView implements MetricsSource {
     if (!c || c.machine !== machine || c.applied !== applied || c.prefix !== prefix) {
       c = this.lockCache = { machine, applied, prefix, locks: machine.locks(prefix) };
     }
-    const ttlOf = new Map<number, number | null>();
-    const ttl = (session: number): number | null => {
-      if (!ttlOf.has(session)) ttlOf.set(session, machine.session(session)?.ttlMs ?? null);
-      return ttlOf.get(session)!;
-    };
+    let t = this.ttlCache;
+    if (!t || t.machine !== machine || t.applied !== applied) {
+      const ttl = new Map<number, number>();
+      for (const l of machine.sessionLeases()) ttl.set(l.session, l.ttlMs);
+      t = this.ttlCache = { machine, applied, ttl };
+    }
+    const ttls = t.ttl;
+    const ttl = (session: number): number | null => ttls.get(session) ?? null;
     const rows = c.locks.slice(offset, offset + limit).map(
       (l): LockRow => ({
         name: l.name,
