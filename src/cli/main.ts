@@ -7,9 +7,14 @@ import { serve } from './serve.js';
 import { fetchStatus, formatStatus } from './status.js';
 import { watchStatus } from './status-watch.js';
 import { fetchLocks, formatLocks } from './locks.js';
+import { EXIT, electCommand, getCommand, leaderCommand, lockCommand } from './lock-commands.js';
 
 const program = new Command();
-program.name('palisade').description('A lock service with fencing tokens, replicated by Raft.').showHelpAfterError();
+program
+  .name('palisade')
+  .description('A lock service with fencing tokens, replicated by Raft.')
+  .showHelpAfterError()
+  .enablePositionalOptions();
 
 const logLevel = () => new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info');
 
@@ -70,13 +75,83 @@ program
     process.stdout.write(o.json ? `${JSON.stringify(locks, null, 2)}\n` : `${formatLocks(locks)}\n`);
   });
 
+const endpointsOption = () => new Option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json, or $PALISADE_ENDPOINTS)');
+
+program
+  .command('lock')
+  .description('hold a lock while a command runs; the command gets PALISADE_LOCK_NAME and PALISADE_FENCING_TOKEN')
+  .argument('<name>', 'lock name')
+  .argument('[command...]', 'the command to run, after --')
+  .addOption(endpointsOption())
+  .option('--ttl <ms>', 'session TTL: how long the lock outlives this process if it stops answering', positiveInt)
+  .option('--wait <ms>', 'give up if not acquired within this many ms', nonNegativeInt)
+  .option('--shared', 'take the lock in shared mode')
+  .option('--limit <n>', 'shared mode: at most n holders (a semaphore)', positiveInt)
+  .option('--grace <ms>', 'after the lease is lost, SIGTERM the command and SIGKILL it after this long', nonNegativeInt, 5000)
+
+  .addHelpText(
+    'after',
+    `
+Exit status: the command's own, or ${EXIT.LEASE_LOST} if the lease was lost while it ran (it was
+terminated), ${EXIT.WAIT_TIMEOUT} if the lock was not acquired within --wait, ${EXIT.UNAVAILABLE} if the cluster
+could not be reached, 64 on a usage error.
+
+Example: palisade lock nightly-report --wait 1000 -- ./make-report.sh`,
+  )
+  .action(async (name: string, command: string[], o: { endpoints?: string; ttl?: number; wait?: number; shared?: boolean; limit?: number; grace: number }) => {
+    process.exitCode = await lockCommand(name, command, { ...o, endpoints: endpointsFrom(o.endpoints) });
+  });
+
+program
+  .command('get')
+  .description('show who holds a lock, with tokens and waiters (a linearizable read)')
+  .argument('<name>', 'lock name')
+  .addOption(endpointsOption())
+  .option('--json', 'print JSON')
+  .action((name: string, o: { endpoints?: string; json?: boolean }) => getCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
+
+program
+  .command('elect')
+  .description('campaign in an election; print the token when leading; run a command as leader; resign on exit')
+  .argument('<name>', 'election name')
+  .argument('<value>', 'the value to proclaim (e.g. this instance\'s address)')
+  .argument('[command...]', 'a command to run while leading, after --')
+  .addOption(endpointsOption())
+  .option('--ttl <ms>', 'session TTL', positiveInt)
+  .option('--grace <ms>', 'after leadership is lost, SIGTERM the command and SIGKILL it after this long', nonNegativeInt, 5000)
+
+  .action(async (name: string, value: string, command: string[], o: { endpoints?: string; ttl?: number; grace: number }) => {
+    process.exitCode = await electCommand(name, value, command, { ...o, endpoints: endpointsFrom(o.endpoints) });
+  });
+
+program
+  .command('leader')
+  .description('show the leader of an election; --watch follows every change')
+  .argument('<name>', 'election name')
+  .addOption(endpointsOption())
+  .option('--watch', 'print every change until Ctrl-C')
+  .option('--json', 'print JSON lines')
+  .action((name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
+
+function nonNegativeInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number >= 0');
+  return n;
+}
+
 function positiveInt(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive whole number');
   return n;
 }
 
-program.parseAsync(process.argv).catch((e: Error) => {
-  process.stderr.write(`palisade: ${e.message}\n`);
-  process.exit(1);
-});
+program.parseAsync(process.argv).then(
+  () => {
+    // Commands that leave nothing running end here; servers keep the process alive.
+    if (process.exitCode !== undefined) process.exit(process.exitCode);
+  },
+  (e: Error) => {
+    process.stderr.write(`palisade: ${e.message}\n`);
+    process.exit(1);
+  },
+);

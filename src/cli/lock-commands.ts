@@ -1,0 +1,194 @@
+// `palisade lock`, `get`, `elect` and `leader`: the SDK from the shell.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { LockClient, LockTimeoutError, PalisadeError } from '../client/index.js';
+import type { Lock } from '../client/index.js';
+
+/** Exit codes of `palisade lock` and `palisade elect` besides the command's own status. */
+export const EXIT = {
+  /** The lease was lost while the command ran; the command was terminated. */
+  LEASE_LOST: 75,
+  /** The lock was not acquired within --wait. */
+  WAIT_TIMEOUT: 74,
+  /** The cluster could not be reached or did not answer. */
+  UNAVAILABLE: 69,
+} as const;
+
+export interface LockCommandOptions {
+  endpoints: string[];
+  ttl?: number;
+  wait?: number;
+  shared?: boolean;
+  limit?: number;
+  grace: number;
+}
+
+function say(msg: string): void {
+  process.stderr.write(`palisade: ${msg}\n`);
+}
+
+function connect(endpoints: string[], ttlMs?: number): Promise<LockClient> {
+  return LockClient.connect({ endpoints, ...(ttlMs !== undefined ? { ttlMs } : {}) });
+}
+
+/** Run `argv` as a child with the lock's name and token in its environment. */
+function runChild(argv: string[], env: Record<string, string>): ChildProcess {
+  if (argv[0] === '--') argv = argv.slice(1);
+  return spawn(argv[0]!, argv.slice(1), { stdio: 'inherit', env: { ...process.env, ...env } });
+}
+
+/**
+ * Wait for the child to exit. When `lost` aborts first, terminate the child (SIGTERM, then
+ * SIGKILL after `graceMs`) and report the loss. Signals we receive are passed on.
+ */
+function superviseChild(child: ChildProcess, lost: AbortSignal, graceMs: number): Promise<{ code: number; lost: boolean }> {
+  return new Promise((resolve) => {
+    let wasLost = false;
+    const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+    const onInt = forward('SIGINT');
+    const onTerm = forward('SIGTERM');
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+    const onLost = () => {
+      wasLost = true;
+      say(`lease lost (${String((lost.reason as Error | undefined)?.message ?? lost.reason)}); stopping the command`);
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), graceMs).unref();
+    };
+    if (lost.aborted) onLost();
+    else lost.addEventListener('abort', onLost, { once: true });
+    const finish = (code: number) => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      lost.removeEventListener('abort', onLost);
+      resolve({ code, lost: wasLost });
+    };
+    child.on('error', (e) => {
+      say(`cannot run ${child.spawnfile}: ${e.message}`);
+      finish(127);
+    });
+    child.on('exit', (code, signal) => finish(code ?? (signal ? 128 + (osSignal(signal) ?? 1) : 1)));
+  });
+}
+
+function osSignal(sig: NodeJS.Signals): number | undefined {
+  const table: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
+  return table[sig];
+}
+
+export async function lockCommand(name: string, argv: string[], o: LockCommandOptions): Promise<number> {
+  if (argv[0] === '--') argv = argv.slice(1);
+  if (argv.length === 0) {
+    say('nothing to run: palisade lock NAME -- CMD [ARGS...]');
+    return 64;
+  }
+  let client: LockClient;
+  try {
+    client = await connect(o.endpoints, o.ttl);
+  } catch (e) {
+    say(`cannot reach the cluster: ${(e as Error).message}`);
+    return EXIT.UNAVAILABLE;
+  }
+  let lock: Lock;
+  try {
+    lock = await client.acquire(name, {
+      ...(o.wait !== undefined ? { waitMs: o.wait } : {}),
+      ...(o.shared ? { mode: 'shared' as const } : {}),
+      ...(o.limit !== undefined ? { limit: o.limit } : {}),
+    });
+  } catch (e) {
+    await client.close().catch(() => {});
+    if (e instanceof LockTimeoutError) {
+      say(`${name} was not acquired within ${o.wait} ms`);
+      return EXIT.WAIT_TIMEOUT;
+    }
+    say(`cannot acquire ${name}: ${(e as Error).message}`);
+    return e instanceof PalisadeError && e.code === 'INVALID_ARGUMENT' ? 64 : EXIT.UNAVAILABLE;
+  }
+  say(`acquired ${name} with fencing token ${lock.token}`);
+  const child = runChild(argv, { PALISADE_LOCK_NAME: name, PALISADE_FENCING_TOKEN: String(lock.token) });
+  const r = await superviseChild(child, lock.signal, o.grace);
+  await lock.release().catch(() => {});
+  await client.close().catch(() => {});
+  return r.lost ? EXIT.LEASE_LOST : r.code;
+}
+
+export async function getCommand(name: string, o: { endpoints: string[]; json?: boolean }): Promise<void> {
+  const client = await connect(o.endpoints);
+  try {
+    const info = await client.get(name);
+    if (o.json) {
+      process.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
+      return;
+    }
+    if (info.holders.length === 0) process.stdout.write(`${name}: free${info.delayed ? ' (in lock-delay)' : ''}\n`);
+    for (const h of info.holders) process.stdout.write(`${name}: held by session ${h.session} (${h.mode}) with token ${h.token}\n`);
+    info.waiters.forEach((w, i) => process.stdout.write(`  waiter ${i + 1}: session ${w.session} (${w.mode})\n`));
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+export async function electCommand(name: string, value: string, argv: string[], o: { endpoints: string[]; ttl?: number; grace: number }): Promise<number> {
+  const client = await connect(o.endpoints, o.ttl);
+  const stop = new AbortController();
+  const onSig = () => stop.abort(new Error('interrupted'));
+  process.once('SIGINT', onSig);
+  process.once('SIGTERM', onSig);
+  try {
+    say(`campaigning in ${name} as ${JSON.stringify(value)}`);
+    const leadership = await client.election(name).campaign(value, { signal: stop.signal });
+    process.stdout.write(`${leadership.token}\n`);
+    say(`leading ${name} with token ${leadership.token}`);
+    let code = 0;
+    if (argv[0] === '--') argv = argv.slice(1);
+    if (argv.length > 0) {
+      process.off('SIGINT', onSig);
+      process.off('SIGTERM', onSig);
+      const child = runChild(argv, { PALISADE_ELECTION: name, PALISADE_FENCING_TOKEN: String(leadership.token) });
+      const r = await superviseChild(child, leadership.signal, o.grace);
+      code = r.lost ? EXIT.LEASE_LOST : r.code;
+    } else {
+      await new Promise<void>((resolve) => {
+        if (stop.signal.aborted || leadership.signal.aborted) return resolve();
+        stop.signal.addEventListener('abort', () => resolve(), { once: true });
+        leadership.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      if (leadership.signal.aborted) code = EXIT.LEASE_LOST;
+    }
+    await leadership.resign().catch(() => {});
+    return code;
+  } catch (e) {
+    if (stop.signal.aborted) return 130;
+    say(`election failed: ${(e as Error).message}`);
+    return EXIT.UNAVAILABLE;
+  } finally {
+    process.off('SIGINT', onSig);
+    process.off('SIGTERM', onSig);
+    await client.close().catch(() => {});
+  }
+}
+
+export async function leaderCommand(name: string, o: { endpoints: string[]; watch?: boolean; json?: boolean }): Promise<void> {
+  const client = await connect(o.endpoints);
+  const print = (s: { leader: number | null; value: string | null; token: number | null }) =>
+    process.stdout.write(
+      o.json
+        ? `${JSON.stringify({ election: name, ...s })}\n`
+        : s.leader === null
+          ? `${name}: no leader\n`
+          : `${name}: session ${s.leader} leads with token ${s.token}, value ${JSON.stringify(s.value)}\n`,
+    );
+  try {
+    if (!o.watch) {
+      print(await client.election(name).leader());
+      return;
+    }
+    const obs = client.election(name).observe();
+    const stop = () => obs.close();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    for await (const s of obs) print(s);
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
