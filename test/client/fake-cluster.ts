@@ -18,7 +18,7 @@ export type Answer = { ok: true; result: unknown } | { ok: false; error: WireErr
 export type Verdict = Answer | 'drop' | 'silent' | undefined;
 export type Intercept = (req: Req, conn: FakeConn) => Verdict | Promise<Verdict>;
 
-export const err = (code: WireError['code'], message = code, extra: Partial<WireError> = {}): Answer => ({
+export const err = (code: WireError['code'], message: string = code, extra: Partial<WireError> = {}): Answer => ({
   ok: false,
   error: { code, message, ...extra },
 });
