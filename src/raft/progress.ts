@@ -50,6 +50,8 @@ export class Progress {
   snapshotOffset = 0;
   /** Heard from since the last CheckQuorum round. */
   recentActive = false;
+  /** The leader's tick count when it last heard from this member (CheckQuorum). */
+  lastActive = 0;
   readonly inflights: Inflights;
 
   constructor(

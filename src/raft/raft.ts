@@ -52,6 +52,8 @@ export class RaftNode {
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
+  /** Ticks since this node started (a monotonic clock for CheckQuorum). */
+  private ticks = 0;
   private randomizedElectionTimeout = 0;
   private readonly votes = new Map<NodeId, boolean>();
 
@@ -162,6 +164,7 @@ export class RaftNode {
 
   /** One unit of logical time. */
   tick(): void {
+    this.ticks++;
     if (this.roleValue === 'leader') this.tickLeader();
     else this.tickElection();
   }
@@ -177,15 +180,17 @@ export class RaftNode {
   private tickLeader(): void {
     this.heartbeatElapsed++;
     this.electionElapsed++;
+    // CheckQuorum (thesis §6.2): a leader that has not heard from a majority within an
+    // election timeout steps down, so a partitioned leader stops serving reads and stops
+    // acknowledging keepalives. Checked on every tick against when each voter was last
+    // heard: checking only once per election timeout (whether anyone was heard during the
+    // past one) let a leader cut off just after a check stay in office for almost two.
+    if (this.cfg.checkQuorum && !this.quorumActive()) {
+      this.becomeFollower(this.termValue, null);
+      return;
+    }
     if (this.electionElapsed >= this.cfg.electionTicks) {
       this.electionElapsed = 0;
-      // CheckQuorum (thesis §6.2): a leader that has not heard from a majority within an
-      // election timeout steps down, so a partitioned leader stops serving reads and
-      // stops acknowledging keepalives.
-      if (this.cfg.checkQuorum && !this.quorumActive()) {
-        this.becomeFollower(this.termValue, null);
-        return;
-      }
       for (const p of this.prs.values()) if (p.id !== this.id) p.recentActive = false;
       // A transfer that did not finish within an election timeout is abandoned (thesis §3.10).
       if (this.leadTransferee !== null) this.leadTransferee = null;
@@ -199,7 +204,8 @@ export class RaftNode {
   private quorumActive(): boolean {
     let active = 0;
     for (const v of this.conf.voters) {
-      if (v === this.id || this.prs.get(v)?.recentActive) active++;
+      const p = this.prs.get(v);
+      if (v === this.id || (p && this.ticks - p.lastActive < this.cfg.electionTicks)) active++;
     }
     return active >= majority(this.conf.voters.length);
   }
@@ -581,6 +587,7 @@ export class RaftNode {
     }
     if (!p) return; // not a member (e.g. removed)
     p.recentActive = true;
+    p.lastActive = this.ticks;
     switch (m.type) {
       case 'appResp':
         this.handleAppendResponse(m, p);
@@ -827,7 +834,10 @@ export class RaftNode {
     this.reset(this.termValue);
     this.roleValue = 'leader';
     this.leaderValue = this.id;
-    for (const p of this.prs.values()) p.recentActive = true;
+    for (const p of this.prs.values()) {
+      p.recentActive = true;
+      p.lastActive = this.ticks;
+    }
     // Changes already in the log but not yet applied count as pending.
     this.pendingConfIndex = this.log.lastIndex();
     // Thesis §6.4: a no-op entry at the start of the term lets the leader learn which
