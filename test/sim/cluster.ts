@@ -49,7 +49,7 @@ export interface SimResult {
 }
 
 type NodeState = 'up' | 'down' | 'paused' | 'off';
-type CrashPoint = 'beforePersist' | 'afterPersist';
+type CrashPoint = 'beforePersist' | 'afterPersist' | 'afterSend';
 
 class SimNode {
   readonly store = new Store();
@@ -78,6 +78,7 @@ type Ev =
   | { time: number; seq: number; kind: 'operator' }
   | { time: number; seq: number; kind: 'call'; what: string; fn: () => void };
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type EvBody = Ev extends infer E ? (E extends Ev ? Omit<E, 'time' | 'seq'> : never) : never;
 
 interface Pending {
@@ -181,7 +182,10 @@ export class Sim {
   }
 
   private at(delay: number, body: EvBody): void {
-    this.events.push({ ...body, time: this.now + delay, seq: this.seq++ } as Ev);
+    const ev = body as Mutable<Ev>;
+    ev.time = this.now + delay;
+    ev.seq = this.seq++;
+    this.events.push(ev as Ev);
   }
 
   private call(delay: number, what: string, fn: () => void): void {
@@ -294,6 +298,7 @@ export class Sim {
       if (err) this.check.fail(`${n.id} storage contract: ${err}`);
       if (n.crashAt === 'afterPersist') return this.crash(n, 'after persisting, before sending');
       for (const m of rd.messages) this.send(m);
+      if (n.crashAt === 'afterSend') return this.crash(n, 'after sending, before applying');
       if (rd.snapshot) this.installSnapshot(n, rd.snapshot);
       for (const e of rd.committedEntries) {
         if (e.index !== n.sm.index + 1) this.check.fail(`${n.id}: applies ${e.index} after ${n.sm.index}`);
@@ -486,7 +491,7 @@ export class Sim {
       case 'crash': {
         const n = victim();
         if (n.state !== 'up' && n.state !== 'paused') return;
-        const how = r.pick(['now', 'now', 'beforePersist', 'afterPersist'] as const);
+        const how = r.pick(['now', 'now', 'beforePersist', 'afterPersist', 'afterSend'] as const);
         if (how === 'now' || n.state === 'paused') this.crash(n, 'killed');
         else n.crashAt = how; // dies inside its next Ready
         const inc = n.incarnation;
@@ -542,10 +547,17 @@ export class Sim {
     const r = n.raft;
     const x = this.rng.float();
     if (x < 0.8) {
-      const id = `c${this.nextId++}`;
-      const res = r.propose(enc.encode(id));
-      if (res.ok) this.pending.set(`${n.id}:${res.index}`, { id, start: this.now });
-      else this.clientGuess = res.leader ?? null;
+      // A few clients at once: several proposals may land in one Ready (one batch).
+      const k = this.rng.chance(0.3) ? this.rng.range(2, 6) : 1;
+      for (let i = 0; i < k; i++) {
+        const id = `c${this.nextId++}`;
+        const res = r.propose(enc.encode(id));
+        if (res.ok) this.pending.set(`${n.id}:${res.index}`, { id, start: this.now });
+        else {
+          this.clientGuess = res.leader ?? null;
+          break;
+        }
+      }
     } else if (x < 0.97) {
       const ctx = `r${this.nextId++}`;
       this.reads.set(ctx, { node: n.id, committedAtStart: this.check.maxCommit, start: this.now });
@@ -560,7 +572,11 @@ export class Sim {
     this.drive(n);
   }
 
+  /** Index at which a liveness probe was first applied (by any node). */
+  private probeApplied: number | null = null;
+
   private onApplied(n: SimNode, index: number, key: string): void {
+    if (this.probeApplied === null && key.startsWith('N:probe')) this.probeApplied = index;
     if (key.length > 2 && key.charCodeAt(2) === 0x63 /* c */ && this.isFirstApply(index)) this.result.proposalsCommitted++;
     const p = this.pending.get(`${n.id}:${index}`);
     if (p) this.pending.delete(`${n.id}:${index}`);
@@ -692,7 +708,9 @@ export class Sim {
       case 'fault':
         if (!this.faultPhase) return;
         this.fault();
-        this.at(this.rng.range(1, 15 * TICK_MS), { kind: 'fault' });
+        // Faults come in storms with calm spells between them, so that the cluster also
+        // makes progress (long logs, snapshots, pipelining) between the storms.
+        this.at(this.rng.chance(0.8) ? this.rng.range(1, 10 * TICK_MS) : this.rng.range(20, 60) * TICK_MS, { kind: 'fault' });
         return;
       case 'client':
         this.client();
@@ -764,20 +782,21 @@ export class Sim {
       const l = this.stableLeader();
       if (l && this.result.calmElectTicks === null) this.result.calmElectTicks = (this.now - t0) / TICK_MS;
       if (committedAt < 0) {
-        if (probe && probe.node.raft && probe.node.sm.index >= probe.index) {
-          if (probe.node.raft.log.term(probe.index) === probe.term) {
-            committedAt = this.now;
-            this.result.calmCommitTicks = (this.now - t0) / TICK_MS;
-            this.log(`LIVENESS probe committed at ${probe.index} after ${this.result.calmCommitTicks.toFixed(1)} ticks`);
-          } else probe = null;
+        if (this.probeApplied !== null) {
+          committedAt = this.now;
+          probe = { ...probe!, index: this.probeApplied };
+          this.result.calmCommitTicks = (this.now - t0) / TICK_MS;
+          this.log(`LIVENESS probe committed at ${this.probeApplied} after ${this.result.calmCommitTicks.toFixed(1)} ticks`);
+          continue;
         }
-        if (!probe && l && l.raft) {
+        // Propose on the leader; again on a new leader if the one we asked lost its office.
+        const stale = probe && !(probe.node.raft?.role === 'leader' && probe.node.raft.term === probe.term);
+        if ((!probe || stale) && l && l.raft) {
           const res = l.raft.propose(enc.encode(`probe${this.nextId++}`));
           if (res.ok) probe = { node: l, index: res.index, term: res.term };
           this.drive(l);
         }
-        if (probe && probe.node.state !== 'up') probe = null;
-        if (committedAt < 0 && this.now - t0 > bound) {
+        if (this.now - t0 > bound) {
           this.check.fail(`Liveness: no proposal committed within ${bound / TICK_MS} ticks after faults stopped (leader: ${this.currentLeader()?.id ?? 'none'})`);
         }
       } else {
