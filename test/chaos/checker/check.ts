@@ -1,7 +1,7 @@
 // The checker's entry point: invariants first (cheap, always finish), then the
 // per-object linearizability search under a budget, then shrinking of a failure.
 
-import { validateHistory, type Operation } from './history.js';
+import { sessionOf, validateHistory, type Operation } from './history.js';
 import { checkInvariants, type InvariantName } from './invariants.js';
 import { compileObject, objectKey, partitionHistory, recordedView, type ObjectKind } from './partition.js';
 import { shrinkFailure } from './shrink.js';
@@ -46,6 +46,12 @@ export interface InvalidResult {
   readonly window: readonly Operation[];
   /** False when shrinking ran out of budget (the window fails but may not be minimal). */
   readonly windowMinimal: boolean;
+  /**
+   * Other operations on the same object around the window, for the reader: those running
+   * during it and each window session's next operation after it. Not needed for the
+   * failure (the window fails whatever they did), but usually what one looks at next.
+   */
+  readonly context: readonly Operation[];
   /** For search failures: where the search got stuck on the window. */
   readonly diagnosis?: { readonly linearized: readonly Operation[]; readonly stuck: Operation; readonly state: string };
   readonly stats: CheckStats;
@@ -69,6 +75,38 @@ const DEFAULTS = {
 
 function describeOp(op: Operation): string {
   return `#${String(op.id)} ${op.op}`;
+}
+
+const CONTEXT_LIMIT = 16;
+
+function contextFor(objectOps: readonly Operation[], window: readonly Operation[]): Operation[] {
+  if (window.length === 0) return [];
+  const inWindow = new Set(window);
+  const start = Math.min(...window.map((o) => o.invokeMs));
+  const end = Math.max(...window.map((o) => o.completeMs ?? o.invokeMs));
+  const others = objectOps.filter((o) => !inWindow.has(o)).sort((a, b) => a.invokeMs - b.invokeMs);
+  // Each window session's next operation comes first: it is usually the missing piece
+  // (the release that came too late, the read that followed).
+  const next: Operation[] = [];
+  for (const session of new Set(window.map(sessionOf).filter((x): x is string => x !== undefined))) {
+    const after = others.find((o) => sessionOf(o) === session && o.invokeMs > end);
+    if (after !== undefined) next.push(after);
+  }
+  // An operation whose answer never came counts by its recorded span only (it is open to
+  // +infinity in the search, but listing every lost answer before the window is noise).
+  const mid = (start + end) / 2;
+  const during = others
+    .filter((o) => !next.includes(o) && o.invokeMs <= end && (o.completeMs ?? o.invokeMs) >= start)
+    .sort((a, b) => Math.abs(a.invokeMs - mid) - Math.abs(b.invokeMs - mid))
+    .slice(0, Math.max(0, CONTEXT_LIMIT - next.length));
+  return [...next, ...during].sort((a, b) => a.invokeMs - b.invokeMs);
+}
+
+/** The last few entries of a long order, for one-line reasons. */
+export function abbreviateOrder(ops: readonly Operation[], keep = 6): string {
+  if (ops.length === 0) return 'nothing';
+  const tail = ops.slice(-keep).map(describeOp).join(', ');
+  return ops.length > keep ? `… ${ops.length - keep} earlier, ${tail}` : tail;
 }
 
 function explain(diagnosis: Diagnosis | undefined, sources: readonly Operation[]): InvalidResult['diagnosis'] {
@@ -96,6 +134,7 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
   const violations = checkInvariants(history);
   if (violations.length > 0) {
     const v = violations[0]!;
+    const objectOps = objects.find((o) => o.ref.kind === v.object.kind && o.ref.name === v.object.name)?.ops ?? [];
     const more = violations.length > 1 ? ` (${violations.length - 1} more invariant violation${violations.length > 2 ? 's' : ''})` : '';
     return {
       valid: false,
@@ -105,6 +144,7 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
       reason: `${v.invariant}: ${v.reason}${more}`,
       window: v.window,
       windowMinimal: true,
+      context: contextFor(objectOps, v.window),
       stats: stats(),
     };
   }
@@ -129,6 +169,7 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
         reason: `no linearization of the ${compiled.sources.length} operations on ${what} exists (not shrunk)`,
         window: [...object.ops].sort((a, b) => a.invokeMs - b.invokeMs),
         windowMinimal: false,
+        context: [],
         stats: stats(),
       };
     }
@@ -143,8 +184,9 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
       `no linearization exists for the ${shrunk.window.length} operation${shrunk.window.length === 1 ? '' : 's'} below on ${what}, ` +
       `whichever of the other ${others} operations on it took effect`;
     if (diagnosis !== undefined) {
-      const prefix = diagnosis.linearized.length === 0 ? 'nothing' : diagnosis.linearized.map(describeOp).join(', ');
-      reason += `; the longest consistent order found is [${prefix}], after which ${describeOp(diagnosis.stuck)} cannot take effect (${diagnosis.state})`;
+      reason +=
+        `; the longest consistent order found is [${abbreviateOrder(diagnosis.linearized)}], ` +
+        `after which ${describeOp(diagnosis.stuck)} cannot take effect (${diagnosis.state})`;
     }
     if (!shrunk.minimal) reason += ' (shrink budget ran out: window may not be minimal)';
     return {
@@ -152,6 +194,7 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
       reason,
       window: shrunk.window,
       windowMinimal: shrunk.minimal,
+      context: contextFor(object.ops, shrunk.window),
       ...(diagnosis === undefined ? {} : { diagnosis }),
       stats: stats(),
     };

@@ -49,11 +49,14 @@ function describeResult(op: Operation): string {
   return compact(op.result);
 }
 
-/** The operations as a table, times relative to the first invocation shown. */
-export function formatOperations(ops: readonly Operation[]): string {
+/** The operations as a table, times relative to `t0` (default: the first invocation shown). */
+export function formatOperations(ops: readonly Operation[], t0 = Math.min(...ops.map((o) => o.invokeMs))): string {
   if (ops.length === 0) return '(none)';
-  const t0 = Math.min(...ops.map((o) => o.invokeMs));
-  const rel = (t: number | null): string => (t === null ? '∞' : `+${Math.round((t - t0) * 1000) / 1000}`);
+  const rel = (t: number | null): string => {
+    if (t === null) return '∞';
+    const d = Math.round((t - t0) * 1000) / 1000;
+    return d < 0 ? String(d) : `+${d}`;
+  };
   const rows: string[][] = [['id', 'process', 'session', 'op', 'args', 'invoke', 'complete', 'outcome', 'result']];
   for (const op of [...ops].sort((a, b) => a.invokeMs - b.invokeMs)) {
     rows.push([
@@ -104,14 +107,20 @@ export function formatReport(history: readonly Operation[], result: CheckResult)
   ];
   if (result.valid === false) {
     lines.push('', `reason: ${result.reason}`, '', `failing window (${result.window.length} operations${result.windowMinimal ? ', minimal' : ''}):`);
-    lines.push(formatOperations(result.window));
+    const t0 = Math.min(...result.window.map((o) => o.invokeMs));
+    lines.push(formatOperations(result.window, t0));
     if (result.diagnosis !== undefined) {
       const d = result.diagnosis;
+      const shown = d.linearized.slice(-12).map((o) => `#${String(o.id)}`);
+      const earlier = d.linearized.length - shown.length;
       lines.push(
         '',
-        `longest consistent order: ${d.linearized.length === 0 ? '(nothing)' : d.linearized.map((o) => `#${String(o.id)}`).join(' → ')}`,
+        `longest consistent order: ${d.linearized.length === 0 ? '(nothing)' : `${earlier > 0 ? `(${earlier} earlier) → ` : ''}${shown.join(' → ')}`}`,
         `then #${String(d.stuck.id)} (${d.stuck.op}) cannot take effect; state there: ${d.state}`,
       );
+    }
+    if (result.context.length > 0) {
+      lines.push('', `around the window on ${result.kind} "${result.lock}" (not needed for the failure):`, formatOperations(result.context, t0));
     }
   }
   return lines.join('\n');

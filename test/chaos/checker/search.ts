@@ -14,18 +14,28 @@
 //    linearized: success, the remaining optional ones did not happen. With a finite
 //    return, reaching it forces "it did not happen": the operation is dropped as a
 //    recorded choice, undone when the search backtracks past it.
-//  - counters and gates: a definite operation may bump counters when linearized and may
-//    require counters to have reached a minimum first. The caller uses this to encode
-//    orders it knows a priori (fencing tokens fix the order of grants), which prunes
-//    branches the model would only reject much later. Counters only count definite
+//  - counters and gates: a definite operation may bump counters when linearized, and any
+//    operation may require counters to have reached a minimum first. The caller uses this
+//    to encode orders it knows a priori (fencing tokens fix the order of grants), which
+//    prunes branches the model would only reject much later. Counters only count definite
 //    operations, so they are a function of the handled set and memoisation stays sound.
 //
-// And two reductions the model may offer (both keep the search exact):
-//  - dead operations: an optional operation the model says can never take effect from
-//    here on is dropped at once, so branches that differ only in when it was given up
-//    merge in the memo; a dead definite operation ends the branch immediately.
+// And reductions the model may offer, which keep the search exact (the brute-force
+// oracle test holds them to that). They exist because lost answers are what make chaos
+// histories expensive: every unknown operation stays a live option to the end.
+//  - dead operations: one that can never take effect from here on. An optional one is
+//    dropped at once, so branches differing only in when it was given up merge in the
+//    memo; a definite one ends the branch.
+//  - redundant operations: optional ones that may be assumed not to have happened,
+//    because anything they could explain needs no explaining (see the lock model).
+//  - doomed states: some pending definite operation can never take effect any more; the
+//    branch ends now rather than when the search reaches that operation's return.
 //  - canonical states: the model forgets what no pending operation can observe (e.g. the
 //    expiry of a session nobody acts for any more), again so equivalent branches merge.
+//  The model learns what is pending through tag counts (PendingView).
+//
+// Dropping an operation never changes what earlier calls in the list could do, so after
+// a drop the scan continues where it was instead of restarting at the head.
 
 import type { Model, PendingView } from './model.js';
 
