@@ -12,6 +12,7 @@ import {
   NotHolderError,
   PalisadeError,
   SessionExpiredError,
+  TimeoutError,
 } from './errors.js';
 import { AsyncQueue } from './queue.js';
 import type { Session } from './session.js';
@@ -225,30 +226,34 @@ export class Election {
     let handedOver = false;
     try {
       const session = await this.core.sessions.ensure(defaultDeadline(this.core), signal);
-      const result = await this.core.sessions.sequenced(() => ({ op: 'campaign', election: this.name, value }), {
-        session,
-        deadline: defaultDeadline(this.core),
-        ...(signal ? { signal } : {}),
-      });
-      const status = isRecord(result) ? result.status : undefined;
-      const index = isRecord(result) && typeof result.index === 'number' ? result.index : 0;
+      let queuedIndex = 0;
       let token: number;
-      if (status === 'leader' && isRecord(result) && typeof result.token === 'number') {
-        token = result.token;
-      } else if (status === 'queued') {
-        try {
-          token = await waitForLeadership(watch, session, index, signal);
-        } catch (e) {
-          if (signal?.aborted && session.isLive) {
-            // The protocol has no way to leave the queue, so step down as soon as elected;
-            // the client's next campaign here waits for that.
-            handedOver = true;
-            void this.resignWhenElected(watch, session, index, passTurn);
-          }
-          throw e;
+      try {
+        const result = await this.core.sessions.sequenced(() => ({ op: 'campaign', election: this.name, value }), {
+          session,
+          deadline: defaultDeadline(this.core),
+          ...(signal ? { signal } : {}),
+        });
+        if (!isRecord(result) || typeof result.index !== 'number') throw new PalisadeError('INTERNAL', 'malformed campaign answer');
+        if (result.status === 'leader' && typeof result.token === 'number') {
+          token = result.token;
+        } else if (result.status === 'queued') {
+          queuedIndex = result.index;
+          token = await waitForLeadership(watch, session, queuedIndex, signal);
+        } else {
+          throw new PalisadeError('INTERNAL', 'malformed campaign answer');
         }
-      } else {
-        throw new PalisadeError('INTERNAL', 'malformed campaign answer');
+      } catch (e) {
+        // Given up while queued (or with the campaign's outcome unknown): leave the queue,
+        // or step down if elected meanwhile, so no leadership is held for nobody.
+        if ((signal?.aborted || e instanceof TimeoutError) && session.isLive) {
+          const settled = await this.withdraw(watch, session, queuedIndex);
+          if (!settled) {
+            handedOver = true;
+            void this.resignWhenElected(watch, session, queuedIndex, passTurn);
+          }
+        }
+        throw e;
       }
       const leadership = new Leadership(this.core, this.hub, watch, session, token, value);
       handedOver = true;
@@ -298,6 +303,33 @@ export class Election {
     return Object.assign(queue, { ready, close: () => void queue.return() });
   }
 
+  /**
+   * Withdraws a candidacy (resign without token). CONFLICT means we are no candidate: elected
+   * meanwhile (then resign as leader) or never queued. False when the outcome is unknown.
+   */
+  private async withdraw(watch: ElectionWatch, session: Session, queuedIndex: number): Promise<boolean> {
+    try {
+      await this.core.sessions.sequenced(() => ({ op: 'resign', election: this.name }), {
+        session,
+        deadline: defaultDeadline(this.core),
+      });
+      return true;
+    } catch (e) {
+      if (e instanceof SessionExpiredError || e instanceof ClientClosedError) return true;
+      if (!(e instanceof ConflictError)) return false;
+    }
+    try {
+      const state = watch.state !== null && watch.state.leader === session.id ? watch.state : await this.leader();
+      if (state.leader === session.id && state.token !== null && state.token > queuedIndex) {
+        await resignByToken(this.core, session, this.name, state.token);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Fallback when a withdrawal's outcome is unknown: step down as soon as elected. */
   private async resignWhenElected(watch: ElectionWatch, session: Session, queuedIndex: number, passTurn: () => void): Promise<void> {
     try {
       const token = await waitForLeadership(watch, session, queuedIndex);

@@ -110,7 +110,7 @@ test('leadership is lost with its session', async (t) => {
   assert.throws(() => leadership.assertHeld(), LockLostError);
 });
 
-test('an aborted campaign steps down as soon as it would have been elected', async (t) => {
+test('an aborted campaign leaves the queue', async (t) => {
   const cluster = await FakeCluster.forTest(t);
   const a = await cluster.client();
   const b = await cluster.client();
@@ -120,6 +120,28 @@ test('an aborted campaign steps down as soon as it would have been elected', asy
   await until(() => cluster.elections.get('c')!.candidates.length === 1, 'b queued');
   controller.abort(new Error('not interested'));
   await assert.rejects(pb, /not interested/);
+  const withdrawal = cluster.requests('resign').find((r) => r.session === b.sessionId)!;
+  assert.equal(withdrawal.token, undefined, 'resign without token withdraws the candidacy');
+  assert.deepEqual(cluster.elections.get('c')!.candidates, []);
   await la.resign();
-  await until(() => cluster.electionView('c').leader === null, 'b resigned on being elected');
+  assert.equal(cluster.electionView('c').leader, null);
+});
+
+test('an aborted campaign that was elected meanwhile steps down', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const a = await cluster.client();
+  const b = await cluster.client();
+  const la = await a.election('d').campaign('a');
+  const controller = new AbortController();
+  const pb = b.election('d').campaign('b', { signal: controller.signal });
+  await until(() => cluster.elections.get('d')!.candidates.length === 1, 'b queued');
+  cluster.nodes[0]!.intercept = async (req) => {
+    // a resigns just before b's withdrawal is applied: b leads and is no candidate any more.
+    if (req.op === 'resign' && req.session === b.sessionId && req.token === undefined) await la.resign();
+    return undefined;
+  };
+  controller.abort(new Error('changed my mind'));
+  await assert.rejects(pb, /changed my mind/);
+  await until(() => cluster.electionView('d').leader === null, 'b stepped down');
+  assert.ok(cluster.requests('resign').some((r) => r.session === b.sessionId && r.token !== undefined));
 });

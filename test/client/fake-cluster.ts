@@ -315,6 +315,13 @@ export class FakeCluster {
       }
       case 'resign': {
         const e = this.elections.get(r.election as string);
+        if (r.token === undefined) {
+          // Without a token: a queued candidate withdraws.
+          const i = e ? e.candidates.findIndex((c) => c.session === session) : -1;
+          if (!e || i < 0) return err('CONFLICT', 'not a queued candidate');
+          e.candidates.splice(i, 1);
+          return { ok: true, result: { index: ++this.index } };
+        }
         if (!e?.leader || e.leader.session !== session || e.leader.token !== r.token) return err('NOT_HOLDER');
         this.stepDown(r.election as string);
         return { ok: true, result: { index: this.index } };
