@@ -9,6 +9,7 @@
 // the handshake frames of peer-handshake.ts before a link is trusted.
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { Message, NodeId } from '../raft/types.js';
@@ -104,6 +105,7 @@ const SILENT_INTERVALS = 5;
 interface Link {
   readonly peer: NodeId;
   readonly ws: WebSocket;
+  /** Monotonic time of the last frame or pong from the peer. */
   lastHeard: number;
 }
 
@@ -245,9 +247,9 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       this.counters.dropsUnconnected += msgs.length;
       return;
     }
-    const queue = this.outbox.get(to);
-    if (queue) queue.push(...msgs);
-    else this.outbox.set(to, [...msgs]);
+    let queue = this.outbox.get(to);
+    if (!queue) this.outbox.set(to, (queue = []));
+    for (const m of msgs) queue.push(m);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
@@ -504,9 +506,9 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
   // ---- links -------------------------------------------------------------------------------
 
   private linkUp(peer: NodeId, ws: WebSocket, how: 'dialed' | 'accepted'): Link {
-    const link: Link = { peer, ws, lastHeard: Date.now() };
+    const link: Link = { peer, ws, lastHeard: performance.now() };
     ws.on('pong', () => {
-      link.lastHeard = Date.now();
+      link.lastHeard = performance.now();
     });
     const old = this.links.get(peer);
     this.links.set(peer, link);
@@ -530,7 +532,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
   }
 
   private checkLiveness(): void {
-    const now = Date.now();
+    const now = performance.now();
     const silentMs = this.opts.pingIntervalMs * SILENT_INTERVALS;
     for (const link of this.links.values()) {
       if (now - link.lastHeard > silentMs) {
@@ -545,7 +547,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
   // ---- receiving ---------------------------------------------------------------------------
 
   private onFrame(link: Link, data: RawData, isBinary: boolean): void {
-    link.lastHeard = Date.now();
+    link.lastHeard = performance.now();
     const bytes = rawBytes(data);
     this.counters.framesReceived += 1;
     this.counters.bytesReceived += bytes.length;
