@@ -56,6 +56,9 @@ export class MiniCluster {
   readonly held: Message[] = [];
   queue: Message[] = [];
   readonly conf: ConfState;
+  /** What each node made durable (its Readys), for crash and restart. */
+  readonly stores = new Map<NodeId, { hardState: HardState; snapshot?: Snapshot; entries: Entry[] }>();
+  private readonly opts = new Map<NodeId, NodeOptions>();
   private readonly rnd: (n: number) => number;
   private readonly baseCfg: Partial<RaftConfig>;
 
@@ -77,6 +80,8 @@ export class MiniCluster {
       ...opts.initial,
     };
     const n = new RaftNode(cfg, init);
+    this.opts.set(id, opts);
+    this.stores.set(id, { hardState: init.hardState, ...(init.snapshot ? { snapshot: init.snapshot } : {}), entries: [...init.entries] });
     this.nodes.set(id, n);
     this.applied.set(id, []);
     this.readStates.set(id, []);
@@ -119,8 +124,20 @@ export class MiniCluster {
       if (this.down.has(id)) continue;
       while (n.hasReady()) {
         const rd = n.ready();
-        if (rd.hardState) this.hard.set(id, rd.hardState);
-        if (rd.snapshot) this.snapshots.get(id)!.push(rd.snapshot);
+        const st = this.stores.get(id)!;
+        if (rd.snapshot) {
+          this.snapshots.get(id)!.push(rd.snapshot);
+          st.snapshot = rd.snapshot;
+          st.entries = [];
+        }
+        if (rd.entries.length) {
+          const first = rd.entries[0]!.index;
+          st.entries = [...st.entries.filter((e) => e.index < first), ...rd.entries];
+        }
+        if (rd.hardState) {
+          this.hard.set(id, rd.hardState);
+          st.hardState = rd.hardState;
+        }
         for (const m of rd.messages) {
           this.sent.push(m);
           if (this.hold?.(m)) this.held.push(m);
@@ -135,6 +152,36 @@ export class MiniCluster {
         n.advance(rd);
       }
     }
+  }
+
+  /** The node snapshots its state machine (here: `data`) at its applied index and compacts. */
+  compact(id: NodeId, data: Uint8Array, keepTail = 0): Snapshot {
+    const n = this.node(id);
+    const snap = n.compact(n.log.applied, data, keepTail);
+    const st = this.stores.get(id)!;
+    st.snapshot = snap;
+    st.entries = st.entries.filter((e) => e.index > snap.meta.index);
+    return snap;
+  }
+
+  /** The node loses everything it did not persist; it is down until restarted. */
+  crash(id: NodeId): void {
+    this.flushReady();
+    this.down.add(id);
+  }
+
+  /** Rebuild the node from its store alone (log re-applied from its snapshot on). */
+  restart(id: NodeId): RaftNode {
+    const st = this.stores.get(id)!;
+    const o = this.opts.get(id) ?? {};
+    const snap = st.snapshot;
+    const entries = snap ? st.entries.filter((e) => e.index > snap.meta.index) : st.entries;
+    const n = this.add(id, {
+      ...o,
+      initial: { hardState: st.hardState, conf: this.conf, ...(snap ? { snapshot: snap } : {}), entries, applied: snap?.meta.index ?? 0 },
+    });
+    this.flushReady();
+    return n;
   }
 
   /** Deliver one queued message (after the cut and the filter). Returns false when none. */
