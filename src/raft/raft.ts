@@ -574,7 +574,10 @@ export class RaftNode {
       if (this.conf.learners.includes(this.id)) this.roleValue = 'learner';
       else if (this.roleValue === 'learner') this.roleValue = 'follower';
     }
-    this.send({ type: 'appResp', to: m.from, term: this.termValue, index: this.log.lastIndex() });
+    // Acknowledge the snapshot's last index, not our last index: under rule 6 the entries we
+    // kept after it were never checked against the leader's log (they may be a stale term's),
+    // and the leader would take them as matching and count us towards committing its own.
+    this.send({ type: 'appResp', to: m.from, term: this.termValue, index: c.meta.index });
   }
 
   // ---- leader -------------------------------------------------------------------------
