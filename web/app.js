@@ -16,6 +16,8 @@ const $ = (sel) => document.querySelector(sel);
 const state = {
   cluster: null,
   leader: undefined, // undefined until the first cluster view; then a node id or null
+  lastLeader: null, // the last leader seen, kept through a leaderless gap
+  noLeaderSince: null, // Date.now() when this page last saw the cluster without a leader
   prefix: '',
   offset: 0,
   total: 0,
@@ -110,15 +112,21 @@ function renderCluster(c) {
 function noteLeader(c) {
   const prev = state.leader;
   state.leader = c.leader;
+  const was = state.lastLeader;
+  if (c.leader !== null) state.lastLeader = c.leader;
   if (prev === undefined || prev === c.leader) return;
+  const now = Date.now();
   const banner = $('#banner');
   banner.hidden = false;
   if (c.leader === null) {
+    state.noLeaderSince = now;
     banner.className = 'banner banner-warn';
-    banner.textContent = `${fmtTime(Date.now())}  No leader: ${prev ?? 'the leader'} is gone or lost its majority; an election is under way.`;
+    banner.textContent = `${fmtTime(now)}  No leader: ${was ?? 'the leader'} is unreachable or lost its majority; an election is under way.`;
   } else {
+    const gap = state.noLeaderSince === null ? '' : `; no leader for ${((now - state.noLeaderSince) / 1000).toFixed(1)} s`;
+    state.noLeaderSince = null;
     banner.className = 'banner banner-ok';
-    banner.textContent = `${fmtTime(Date.now())}  New leader: ${c.leader} (term ${c.term})${prev ? `, was ${prev}` : ''}.`;
+    banner.textContent = `${fmtTime(now)}  New leader: ${c.leader} (term ${c.term})${was && was !== c.leader ? `, was ${was}` : ''}${gap}.`;
   }
   banner.setAttribute('data-leader', c.leader ?? '');
 }

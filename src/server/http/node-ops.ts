@@ -139,6 +139,8 @@ export class NodeOps {
       if (leader !== null) this.metrics.onLeaderChange();
       this.record(this.events.leaderChanged(at, this.lastLeader, leader, term));
       this.lastLeader = leader;
+      // Open pages want the whole cluster's new picture now, not at the next poll.
+      if (this.sse.size > 0) void this.cluster.poll().then(() => this.pushCluster(true));
     }
   }
 

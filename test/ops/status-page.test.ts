@@ -1,0 +1,116 @@
+// The status page in headless Chromium against a real 3-node cluster: a lock taken with the
+// SDK appears with its token, and after the leader is SIGKILLed the page shows the new one.
+// Needs Debian's `chromium` (/usr/bin/chromium, or PALISADE_CHROMIUM); .ci/run installs it.
+// Without it this test FAILS, on purpose: a status page nobody loads is not tested.
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { LockClient } from '../../src/client/index.js';
+import { ROOT, TestCluster } from '../integration/cluster-harness.js';
+
+const CHROMIUM = process.env.PALISADE_CHROMIUM ?? '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const RESULTS = join(ROOT, 'test-results');
+const DOCS_SCREENSHOT = join(ROOT, 'docs/status-page.png');
+
+let cluster: TestCluster | null = null;
+let context: BrowserContext | null = null;
+const clients: LockClient[] = [];
+let profile: string | null = null;
+
+after(async () => {
+  await context?.close().catch(() => {});
+  await Promise.all(clients.map((c) => Promise.race([c.close().catch(() => {}), new Promise((r) => setTimeout(r, 2_000))])));
+  await cluster?.stop();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function openBrowser(): Promise<Page> {
+  assert.ok(
+    existsSync(CHROMIUM),
+    `chromium is not installed at ${CHROMIUM}: the status page test needs it. Install it with ` +
+      '`apt-get update && apt-get install -y chromium` (.ci/run does this), or point PALISADE_CHROMIUM at a Chromium binary.',
+  );
+  profile = mkdtempSync(join(tmpdir(), 'palisade-chromium-'));
+  // launchPersistentContext is how Playwright takes a --user-data-dir: a fresh profile each run.
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 1360, height: 900 },
+  });
+  return context.pages()[0] ?? (await context.newPage());
+}
+
+test('status page: a lock appears with its token; after SIGKILL of the leader the new leader shows', { timeout: 90_000 }, async (t) => {
+  const page = await openBrowser();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+
+  cluster = await TestCluster.create();
+  await cluster.startAll();
+  const oldLeader = await cluster.waitForLeader();
+  // The page is served by a follower: it must outlive the leader we kill.
+  const pageNode = cluster.nodes.find((n) => n.id !== oldLeader)!;
+  await page.goto(`${pageNode.httpUrl}/`);
+  await page.locator('#conn[data-state="live"]').waitFor({ timeout: 5_000 });
+  await page.locator(`#nodes tr.leader[data-node="${oldLeader}"]`).waitFor({ timeout: 5_000 });
+  assert.equal(await page.locator('#nodes tbody tr').count(), 3);
+
+  // Locks and an election, taken through the SDK.
+  const endpoints = cluster.endpoints;
+  const a = await LockClient.connect({ endpoints, ttlMs: 30_000 });
+  const b = await LockClient.connect({ endpoints, ttlMs: 30_000 });
+  clients.push(a, b);
+  const lock = await a.acquire('orders/42');
+  const grantedAt = performance.now();
+  const tokenCell = page.locator('#locks tr[data-lock="orders/42"] [data-testid="token"]');
+  await tokenCell.filter({ hasText: String(lock.token) }).waitFor({ timeout: 2_000 });
+  t.diagnostic(`lock orders/42 (token ${lock.token}) shown ${Math.round(performance.now() - grantedAt)} ms after acquire() returned`);
+  const waiting = b.acquire('orders/42').catch(() => null); // queued behind a
+  await b.acquire('reports/daily', { mode: 'shared' });
+  await a.acquire('reports/daily', { mode: 'shared' });
+  await a.election('scheduler').campaign('worker-a');
+  await page.locator('#locks tr[data-lock="orders/42"]').filter({ hasText: 'next: s' }).waitFor({ timeout: 2_000 });
+  await page.locator('#elections tr[data-election="scheduler"]').waitFor({ timeout: 2_000 });
+
+  // Failover: SIGKILL the leader and time how long the page takes to show a new one.
+  const killedAt = performance.now();
+  await cluster.signal(oldLeader, 'SIGKILL');
+  await page.locator(`#nodes tr[data-node="${oldLeader}"][data-role="unreachable"]`).waitFor({ timeout: 5_000 });
+  const unreachableMs = Math.round(performance.now() - killedAt);
+  await page.locator(`#nodes tr.leader:not([data-node="${oldLeader}"])`).waitFor({ timeout: 10_000 });
+  const newLeaderMs = Math.round(performance.now() - killedAt);
+  const shown = await page.locator('#nodes tr.leader').getAttribute('data-node');
+  const actual = await cluster.waitForLeader(10_000, [oldLeader]);
+  assert.equal(shown, actual, 'the page shows the leader the cluster agrees on');
+  await page.locator(`#banner[data-leader="${actual}"]`).filter({ hasText: `was ${oldLeader}` }).waitFor({ timeout: 2_000 });
+  // The lock table is replicated state: the lock is still there with the same token.
+  await tokenCell.filter({ hasText: String(lock.token) }).waitFor({ timeout: 2_000 });
+  await page.locator('#events li[data-kind="leaderChanged"]').filter({ hasText: `leader is now ${actual}` }).first().waitFor({ timeout: 2_000 });
+
+  const report = `leader ${oldLeader} SIGKILLed: page showed it unreachable after ${unreachableMs} ms and the new leader ${actual} after ${newLeaderMs} ms`;
+  t.diagnostic(report);
+
+  // Let the surviving follower's row catch up (peers are polled every 500 ms) so the
+  // screenshot shows the cluster settled under its new leader.
+  await page.locator('#nodes tr[data-role="follower"]').filter({ hasText: actual }).waitFor({ timeout: 3_000 });
+  mkdirSync(RESULTS, { recursive: true });
+  const shot = join(RESULTS, 'status-page.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  copyFileSync(shot, DOCS_SCREENSHOT);
+  assert.deepEqual(errors, [], 'no script errors on the page');
+  void waiting;
+});
