@@ -4,7 +4,8 @@ import type { HelloResult, Request, Response, ServerEvent, WireError } from '../
 import { PROTOCOL_VERSION } from '../transport/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { errorFromWire } from './errors.js';
-import { decodeServerFrame, encodeRequest } from './wire.js';
+import { decodeFrame, encodeFrame } from '../transport/codec.js';
+import { isInvalidServerFrame, parseServerFrame, type ParsedServerFrame } from '../transport/validate.js';
 
 /** What the SDK needs of a WebSocket: satisfied by the `ws` package and by the WHATWG WebSocket. */
 export interface WebSocketLike {
@@ -104,9 +105,17 @@ export class Connection {
       );
 
       ws.addEventListener('message', (event) => {
-        const bytes = toBytes(event.data);
-        const frame = bytes && decodeServerFrame(bytes);
-        if (!frame) return; // not a frame we understand: ignore rather than trust it
+        const frame = readFrame(event.data);
+        if (isInvalidServerFrame(frame)) {
+          // An answer we cannot read says nothing of the outcome: the caller retries it
+          // elsewhere (same seq). Anything else unreadable is ignored rather than trusted.
+          const p = frame.id === undefined ? undefined : pending.get(frame.id);
+          if (p && frame.id !== undefined) {
+            pending.delete(frame.id);
+            p.reject(new ConnectionLostError(`unreadable answer from ${url}: ${frame.invalid}`));
+          }
+          return;
+        }
         if ('id' in frame) {
           const p = pending.get(frame.id);
           if (p) {
@@ -147,7 +156,7 @@ export class Connection {
           reject: fail,
         });
         try {
-          ws.send(encodeRequest(hello));
+          ws.send(encodeFrame(hello));
         } catch (e) {
           fail(new ConnectionLostError(`cannot send to ${url}: ${(e as Error).message}`));
         }
@@ -194,7 +203,7 @@ export class Connection {
         },
       });
       try {
-        this.ws.send(encodeRequest({ ...body, id } as Request));
+        this.ws.send(encodeFrame({ ...body, id } as Request));
       } catch (e) {
         done();
         reject(new ConnectionLostError(`cannot send to ${this.url}: ${(e as Error).message}`));
@@ -219,6 +228,17 @@ export class Connection {
     if (this.closed) return;
     this.closed = true;
     this.onClose();
+  }
+}
+
+/** Decodes and validates one message; never throws. */
+function readFrame(data: unknown): ParsedServerFrame {
+  const bytes = toBytes(data);
+  if (bytes === null) return { invalid: 'not a binary message' };
+  try {
+    return parseServerFrame(decodeFrame(bytes));
+  } catch (e) {
+    return { invalid: (e as Error).message };
   }
 }
 

@@ -47,6 +47,8 @@ export interface CallOptions {
 /** Codes after which the same request is tried on another node. */
 const RETRY_ELSEWHERE = new Set<WireError['code']>(['NOT_LEADER', 'UNAVAILABLE', 'TIMEOUT']);
 
+const MAX_INTERNAL_RETRIES = 2;
+
 class DeadlinePassed extends Error {}
 
 export class ClusterLink {
@@ -96,6 +98,7 @@ export class ClusterLink {
     const { deadline, signal } = options;
     let inDoubt = false;
     let lastError: unknown;
+    let internalErrors = 0;
     for (;;) {
       signal?.throwIfAborted();
       const remaining = deadline - this.clock.now();
@@ -132,7 +135,8 @@ export class ClusterLink {
         this.abandon(connection, error.leaderHint);
         continue;
       }
-      if (error.code === 'RATE_LIMITED') {
+      // A bug in the node may be passing (docs/protocol.md §9): a few retries, then give up.
+      if (error.code === 'RATE_LIMITED' || (error.code === 'INTERNAL' && ++internalErrors <= MAX_INTERNAL_RETRIES)) {
         this.failures++;
         await sleep(this.clock, Math.min(this.backoffDelay(), remaining), signal);
         continue;

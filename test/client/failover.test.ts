@@ -134,3 +134,16 @@ test('connect fails with UnavailableError when no node answers, UnauthenticatedE
   assert.ok(Date.now() - started < 2000, 'bad credentials fail at once, not after the timeout');
   assert.equal(guarded.requests('hello')[0]!.token, 'wrong');
 });
+
+test('INTERNAL is retried a few times with the same seq, then surfaced', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const client = await cluster.client();
+  let failuresLeft = 2;
+  cluster.nodes[0]!.intercept = (req) => (req.op === 'put' && failuresLeft-- > 0 ? err('INTERNAL', 'bug') : undefined);
+  await client.put('k', 'v');
+  const puts = cluster.requests('put');
+  assert.equal(puts.length, 3);
+  assert.ok(puts.every((p) => p.seq === puts[0]!.seq));
+  cluster.nodes[0]!.intercept = (req) => (req.op === 'put' ? err('INTERNAL', 'bug') : undefined);
+  await assert.rejects(client.put('k2', 'v'), { name: 'PalisadeError', code: 'INTERNAL' });
+});
