@@ -10,6 +10,7 @@ import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
+import { isRequestError, parseRequest } from '../transport/validate.js';
 import type { NodeStatus, Request, ServerEvent } from '../transport/client-protocol.js';
 import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from './config.js';
@@ -509,7 +510,10 @@ export class PalisadeNode {
       // UNAVAILABLE rather than forwarding again (no forwarding loops).
       const run = async (): Promise<Answer> => {
         if (this.raft.role !== 'leader') return this.unavailable('forwarded to a node that is not the leader; retry');
-        return this.handle(p.req, null);
+        // The peer is authenticated, but it may run another version: validate again.
+        const req = parseRequest(p.req);
+        if (isRequestError(req)) return { ok: false, error: req.error };
+        return this.handle(req, null);
       };
       void run().then((ans) => this.peers.sendApp(from, { t: 'fwdRes', rid: p.rid, ans } satisfies PeerApp));
     } else if (p.t === 'fwdRes') {

@@ -86,7 +86,10 @@ export function commandFor(r: WriteRequest, defaultTtlMs: number, now: number): 
 export function answerFor(result: Result, index: number): Answer {
   switch (result.type) {
     case 'error':
-      return fail(result.code, result.message, result.currentToken !== undefined ? { currentToken: result.currentToken } : {});
+      return fail(result.code, result.message, {
+        ...(result.currentToken !== undefined ? { currentToken: result.currentToken } : {}),
+        ...(result.currentRevision !== undefined ? { currentRevision: result.currentRevision } : {}),
+      });
     case 'session':
       return { ok: true, result: { session: result.session, ttlMs: result.ttlMs } };
     case 'granted':
