@@ -12,11 +12,13 @@
 // aborts every lock's signal, asks the cluster to close the session (so a session that is
 // in fact alive frees its locks rather than holding them for nobody), and opens a fresh
 // session for whatever the application does next.
+import { setMaxListeners } from 'node:events';
 import type { SessionResult } from '../transport/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { ConnectionLostError, type Connection, type RequestBody } from './connection.js';
 import { ClientClosedError, errorFromWire, PalisadeError, SessionExpiredError } from './errors.js';
 import type { ClusterLink } from './link.js';
+import { anySignal } from './signals.js';
 
 type SequencedRequest = Extract<RequestBody, { seq: number }>;
 type WithoutSequence<R> = R extends unknown ? Omit<R, 'session' | 'seq' | 'ackedSeq'> : never;
@@ -62,6 +64,9 @@ export class Session {
   constructor(id: number, ttlMs: number, openSentAt: number, options: SessionOptions) {
     this.id = id;
     this.ttlMs = ttlMs;
+    // Every lock, leadership and pending write of the session listens for its end: many
+    // listeners are expected, not a leak.
+    setMaxListeners(0, this.ended.signal);
     this.clock = options.clock;
     this.drift = options.maxClockDrift;
     this.margin = options.safetyMarginMs ?? Math.max(50, 0.05 * ttlMs);
@@ -166,17 +171,18 @@ export class SessionManager {
     const session = options.session ?? (await this.ensure(options.deadline, options.signal));
     this.checkLive(session);
     const seq = session.takeSeq();
-    const signal = options.signal ? AbortSignal.any([options.signal, session.signal]) : session.signal;
+    const linked = options.signal ? anySignal([options.signal, session.signal]) : null;
     try {
       return await this.link.call(
         () => ({ ...makeBody(), session: session.id, seq, ackedSeq: session.ackedSeq }) as RequestBody,
-        { deadline: options.deadline, signal },
+        { deadline: options.deadline, signal: linked?.signal ?? session.signal },
       );
     } catch (e) {
       if (e instanceof SessionExpiredError) this.endSession(session, e, false);
       if (session.signal.aborted && !options.signal?.aborted) throw session.signal.reason;
       throw e;
     } finally {
+      linked?.dispose();
       // Answered, or given up on: either way it is never re-sent, so the node may forget it.
       // A late copy still in flight is refused by the node as STALE_SEQUENCE.
       session.settleSeq(seq);

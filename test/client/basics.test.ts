@@ -124,3 +124,17 @@ test('errors are typed; NOT_LEADER never surfaces', async (t) => {
   cluster.nodes[0]!.intercept = null;
   await assert.rejects(fenced, { name: 'FencedError', code: 'FENCED' });
 });
+
+test('many locks on one session, and many cycles, raise no listener-leak warning', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const client = await cluster.client();
+  const warnings: Error[] = [];
+  const onWarning = (w: Error): void => void warnings.push(w);
+  process.on('warning', onWarning);
+  t.after(() => process.off('warning', onWarning));
+  const locks = await Promise.all(Array.from({ length: 40 }, (_, i) => client.acquire(`many/${i}`)));
+  await Promise.all(locks.map((l) => l.release()));
+  for (let i = 0; i < 200; i++) await (await client.acquire('cycle', { signal: new AbortController().signal })).release();
+  await settle(20);
+  assert.deepEqual(warnings.map((w) => w.message), []);
+});
