@@ -9,7 +9,7 @@
 import type { ApplyContext } from './context.js';
 import { conflict, withToken } from './errors.js';
 import { sessionLoad, tooManyLocks, type SessionRecord } from './sessions.js';
-import { fail, readArray, readIndex, readNullable, readString, readTuple } from './snapshot-reader.js';
+import { fail, readArray, readEach, readIndex, readString, readTuple } from './snapshot-reader.js';
 import type { CampaignResult, ElectionInfo, MachineError, OkResult } from './types.js';
 
 const OK: OkResult = Object.freeze({ type: 'ok' });
@@ -178,34 +178,32 @@ export class ElectionTable {
   }
 
   restore(data: unknown, sessions: (id: number) => SessionRecord | undefined, appliedIndex: number): void {
+    readEach(data, 'elections', (item) => this.restoreElection(item, sessions, appliedIndex));
+  }
+
+  private restoreElection(item: unknown, sessions: (id: number) => SessionRecord | undefined, appliedIndex: number): void {
     const sessionOf = (v: unknown, what: string): SessionRecord => {
       const id = readIndex(v, appliedIndex, what);
-      return sessions(id) ?? fail(`${what} refers to session ${id}, which is not in the snapshot`);
+      return sessions(id) ?? fail(`${what} ${id} is not a session of the snapshot`);
     };
-    for (const [i, item] of readArray(data, 'elections').entries()) {
-      const t = readTuple(item, 5, `elections[${i}]`);
-      const name = readString(t[0], `elections[${i}].name`);
-      if (this.byName.has(name)) fail(`election ${JSON.stringify(name)} appears twice`);
-      const e = new ElectionRecord(name);
-      const leaderId = readNullable(t[1], (v) => v);
-      if (leaderId === null) fail(`election ${name} has no leader`); // leaderless elections are dropped
-      const leader = sessionOf(leaderId, `election ${name} leader`);
-      e.leader = {
-        session: leader,
-        token: readIndex(t[2], appliedIndex, `election ${name} token`),
-        value: readString(t[3], `election ${name} value`),
-      };
-      leader.elections.add(name);
-      for (const [j, c] of readArray(t[4], `election ${name} candidates`).entries()) {
-        const ct = readTuple(c, 2, `election ${name} candidates[${j}]`);
-        const rec = sessionOf(ct[0], `election ${name} candidate`);
-        if (rec === leader || e.candidates.has(rec.id)) fail(`election ${name} lists session ${rec.id} twice`);
-        e.candidates.set(rec.id, { session: rec, value: readString(ct[1], `election ${name} candidate value`) });
-        rec.elections.add(name);
-        this.candidateCount++;
-      }
-      this.byName.set(name, e);
+    const t = readTuple(item, 5, 'election');
+    const name = readString(t[0], 'election name');
+    if (this.byName.has(name)) fail(`election ${JSON.stringify(name)} appears twice`);
+    if (t[1] === null) fail(`election ${JSON.stringify(name)} has no leader`); // leaderless ones are dropped
+    const e = new ElectionRecord(name);
+    const leader = sessionOf(t[1], 'leader');
+    e.leader = { session: leader, token: readIndex(t[2], appliedIndex, 'leader token'), value: readString(t[3], 'value') };
+    const candidates = readArray(t[4], 'candidates');
+    for (let j = 0; j < candidates.length; j++) {
+      const ct = readTuple(candidates[j], 2, 'candidate');
+      const rec = sessionOf(ct[0], 'candidate');
+      if (rec === leader || e.candidates.has(rec.id)) fail(`session ${rec.id} appears twice`);
+      e.candidates.set(rec.id, { session: rec, value: readString(ct[1], 'candidate value') });
     }
+    this.byName.set(name, e);
+    leader.elections.add(name);
+    for (const c of e.candidates.values()) c.session.elections.add(name);
+    this.candidateCount += e.candidates.size;
   }
 }
 

@@ -5,7 +5,7 @@
 
 import type { ApplyContext } from './context.js';
 import { limitExceeded, machineError } from './errors.js';
-import { fail, readArray, readBytes, readIndex, readString, readTuple } from './snapshot-reader.js';
+import { fail, readBytes, readEach, readIndex, readString, readTuple } from './snapshot-reader.js';
 import { utf8Length } from './text.js';
 import type { DeletedResult, KvEntry, MachineError, WrittenResult } from './types.js';
 
@@ -78,15 +78,15 @@ export class KvStore {
   }
 
   restore(data: unknown, appliedIndex: number): void {
-    for (const [i, item] of readArray(data, 'kv').entries()) {
-      const t = readTuple(item, 3, `kv[${i}]`);
-      const key = readString(t[0], `kv[${i}].key`);
-      if (this.byKey.has(key)) fail(`kv key ${JSON.stringify(key)} appears twice`);
-      const value = readBytes(t[1], `kv ${key} value`);
+    readEach(data, 'kv', (item) => {
+      const t = readTuple(item, 3, 'entry');
+      const key = readString(t[0], 'key');
+      if (this.byKey.has(key)) fail(`key ${JSON.stringify(key)} appears twice`);
+      const value = readBytes(t[1], 'value');
       const bytes = utf8Length(key) + value.length;
-      this.byKey.set(key, { value, revision: readIndex(t[2], appliedIndex, `kv ${key} revision`), bytes });
+      this.byKey.set(key, { value, revision: readIndex(t[2], appliedIndex, 'revision'), bytes });
       this.totalBytes += bytes;
-    }
+    });
   }
 }
 

@@ -24,10 +24,10 @@ import type { ApplyContext } from './context.js';
 import { conflict, limitExceeded } from './errors.js';
 import {
   fail,
-  readArray,
-  readBytes,
+  readEach,
   readIndex,
-  readNullable,
+  readNullableBytes,
+  readNullableUint,
   readString,
   readTuple,
   readUint,
@@ -186,32 +186,32 @@ export class OpLedger {
   }
 
   restore(running: unknown, done: unknown, appliedIndex: number): void {
-    const read = (item: unknown, what: string): OpRecord => {
-      const t = readTuple(item, 9, what);
-      const opKey = readString(t[0], `${what}.opKey`);
+    const read = (item: unknown): OpRecord => {
+      const t = readTuple(item, 9, 'operation');
+      const opKey = readString(t[0], 'opKey');
       if (this.running.has(opKey) || this.done.has(opKey)) fail(`operation ${JSON.stringify(opKey)} appears twice`);
       return {
         opKey,
-        idempotencyKey: readString(t[1], `${what}.idempotencyKey`),
-        lock: readString(t[2], `${what}.lock`),
-        attempt: readIndex(t[3], Number.MAX_SAFE_INTEGER, `${what}.attempt`),
-        token: readIndex(t[4], appliedIndex, `${what}.token`),
-        session: readIndex(t[5], appliedIndex, `${what}.session`),
-        beganAt: readUint(t[6], `${what}.beganAt`),
-        result: readNullable(t[7], (v) => readBytes(v, `${what}.result`)),
-        completedAt: readNullable(t[8], (v) => readUint(v, `${what}.completedAt`)),
+        idempotencyKey: readString(t[1], 'idempotencyKey'),
+        lock: readString(t[2], 'lock'),
+        attempt: readIndex(t[3], Number.MAX_SAFE_INTEGER, 'attempt'),
+        token: readIndex(t[4], appliedIndex, 'token'),
+        session: readIndex(t[5], appliedIndex, 'session'),
+        beganAt: readUint(t[6], 'beganAt'),
+        result: readNullableBytes(t[7], 'result'),
+        completedAt: readNullableUint(t[8], 'completedAt'),
       };
     };
-    for (const [i, item] of readArray(running, 'ledger.running').entries()) {
-      const op = read(item, `ledger.running[${i}]`);
-      if (op.result !== null || op.completedAt !== null) fail(`running operation ${op.opKey} has a result`);
+    readEach(running, 'ledger.running', (item) => {
+      const op = read(item);
+      if (op.result !== null || op.completedAt !== null) fail('a running operation has a result');
       this.running.set(op.opKey, op);
-    }
-    for (const [i, item] of readArray(done, 'ledger.done').entries()) {
-      const op = read(item, `ledger.done[${i}]`);
-      if (op.result === null || op.completedAt === null) fail(`done operation ${op.opKey} has no result`);
+    });
+    readEach(done, 'ledger.done', (item) => {
+      const op = read(item);
+      if (op.result === null || op.completedAt === null) fail('a done operation has no result');
       this.done.set(op.opKey, op);
-    }
+    });
   }
 }
 

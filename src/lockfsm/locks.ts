@@ -21,8 +21,9 @@ import { sessionLoad, tooManyLocks, type SessionRecord } from './sessions.js';
 import {
   fail,
   readArray,
+  readEach,
   readIndex,
-  readNullable,
+  readNullableIndex,
   readString,
   readTuple,
   readUint,
@@ -60,11 +61,17 @@ interface Waiter {
   readonly lockDelayMs: number;
 }
 
+/** The queue of every lock nobody waits for: never written to. */
+const NO_WAITERS: ReadonlyMap<number, Waiter> = new Map();
+
 class LockRecord {
   /** In grant order (so tokens never decrease along it). */
   readonly holders = new Map<number, Holder>();
-  /** In arrival order: the FIFO queue. Map gives O(1) removal from the middle. */
-  readonly waiters = new Map<number, Waiter>();
+  /**
+   * In arrival order: the FIFO queue. A Map gives O(1) removal from the middle (cancels,
+   * session ends). Created on first use: most locks never have a waiter.
+   */
+  private queue: Map<number, Waiter> | null = null;
   heldMode: LockMode | null = null;
   /** Shared holders + shared waiters: the parties the limit belongs to. */
   sharedParties = 0;
@@ -72,6 +79,19 @@ class LockRecord {
   delay: LockDelayInfo | null = null;
 
   constructor(readonly name: string) {}
+
+  get waiters(): ReadonlyMap<number, Waiter> {
+    return this.queue ?? NO_WAITERS;
+  }
+
+  enqueue(waiter: Waiter): void {
+    (this.queue ??= new Map()).set(waiter.session.id, waiter);
+  }
+
+  /** Safe while iterating `waiters`: the Map stays valid when it is let go. */
+  dequeue(session: number): void {
+    if (this.queue !== null && this.queue.delete(session) && this.queue.size === 0) this.queue = null;
+  }
 }
 
 export interface AcquireRequest {
@@ -135,7 +155,7 @@ export class LockTable {
     }
     if (!req.wait) return busyOf(lock); // not granted, so not idle: nothing to drop
     if (req.mode === 'shared') addSharedParty(lock, req.limit);
-    lock.waiters.set(rec.id, { session: rec, mode: req.mode, lockDelayMs: req.lockDelayMs });
+    lock.enqueue({ session: rec, mode: req.mode, lockDelayMs: req.lockDelayMs });
     rec.waits.add(lock.name);
     this.waiterCount++;
     const position = lock.waiters.size;
@@ -320,7 +340,7 @@ export class LockTable {
   }
 
   private removeWaiter(lock: LockRecord, waiter: Waiter): void {
-    lock.waiters.delete(waiter.session.id);
+    lock.dequeue(waiter.session.id);
     if (waiter.mode === 'shared') removeSharedParty(lock);
     waiter.session.waits.delete(lock.name);
     this.waiterCount--;
@@ -331,7 +351,7 @@ export class LockTable {
     if (lock.delay !== null) return;
     for (const waiter of lock.waiters.values()) {
       if (!canGrant(lock, waiter.mode)) break; // strict FIFO: nobody overtakes the head
-      lock.waiters.delete(waiter.session.id); // safe while iterating a Map
+      lock.dequeue(waiter.session.id);
       waiter.session.waits.delete(lock.name);
       this.waiterCount--;
       this.addHolder(ctx, lock, waiter.session, waiter.mode, waiter.lockDelayMs);
@@ -373,58 +393,69 @@ export class LockTable {
 
   /** Rebuilds the table and the sessions' held/waits sets; checks every invariant. */
   restore(data: unknown, sessions: (id: number) => SessionRecord | undefined, appliedIndex: number): void {
-    const readMode = (v: unknown, what: string): LockMode =>
-      v === 0 ? 'exclusive' : v === 1 ? 'shared' : fail(`${what} must be 0 or 1`);
-    const sessionOf = (v: unknown, what: string): SessionRecord => {
-      const id = readIndex(v, appliedIndex, what);
-      return sessions(id) ?? fail(`${what} refers to session ${id}, which is not in the snapshot`);
-    };
-    for (const [i, item] of readArray(data, 'locks').entries()) {
-      const t = readTuple(item, 6, `locks[${i}]`);
-      const name = readString(t[0], `locks[${i}].name`);
-      if (name.length === 0) fail(`locks[${i}] has an empty name`);
-      if (this.byName.has(name)) fail(`lock ${JSON.stringify(name)} appears twice`);
-      const lock = new LockRecord(name);
-      const limit = readNullable(t[1], (v) => readIndex(v, Number.MAX_SAFE_INTEGER, `lock ${name} limit`));
-      const since = readNullable(t[2], (v) => readIndex(v, appliedIndex, `lock ${name} delay since`));
-      const delayMs = readUint(t[3], `lock ${name} delayMs`);
-      if (since !== null) {
-        lock.delay = { since, delayMs };
-        this.delayed.set(name, lock);
-      }
-      for (const [j, h] of readArray(t[4], `lock ${name} holders`).entries()) {
-        const ht = readTuple(h, 4, `lock ${name} holders[${j}]`);
-        const rec = sessionOf(ht[0], `lock ${name} holder`);
-        const token = readIndex(ht[1], appliedIndex, `lock ${name} holder token`);
-        const mode = readMode(ht[2], `lock ${name} holder mode`);
-        if (lock.holders.has(rec.id)) fail(`lock ${name} lists holder ${rec.id} twice`);
-        if (lock.heldMode !== null && lock.heldMode !== mode) fail(`lock ${name} mixes exclusive and shared holders`);
-        if (mode === 'exclusive' && lock.holders.size > 0) fail(`lock ${name} has two exclusive holders`);
-        lock.holders.set(rec.id, { session: rec, token, mode, lockDelayMs: readUint(ht[3], `lock ${name} holder delay`) });
-        lock.heldMode = mode;
-        if (mode === 'shared') lock.sharedParties++;
-        rec.held.add(name);
-        this.holderCount++;
-      }
-      for (const [j, w] of readArray(t[5], `lock ${name} waiters`).entries()) {
-        const wt = readTuple(w, 3, `lock ${name} waiters[${j}]`);
-        const rec = sessionOf(wt[0], `lock ${name} waiter`);
-        const mode = readMode(wt[1], `lock ${name} waiter mode`);
-        if (lock.holders.has(rec.id) || lock.waiters.has(rec.id)) fail(`lock ${name} lists session ${rec.id} twice`);
-        lock.waiters.set(rec.id, { session: rec, mode, lockDelayMs: readUint(wt[2], `lock ${name} waiter delay`) });
-        if (mode === 'shared') lock.sharedParties++;
-        rec.waits.add(name);
-        this.waiterCount++;
-      }
-      if (lock.sharedParties === 0 && limit !== null) fail(`lock ${name} has a limit but no shared parties`);
-      if (limit !== null && lock.heldMode === 'shared' && lock.holders.size > limit) {
-        fail(`lock ${name} has ${lock.holders.size} shared holders over its limit ${limit}`);
-      }
-      if (lock.holders.size === 0 && lock.waiters.size === 0 && lock.delay === null) fail(`lock ${name} is idle`);
-      lock.limit = limit;
-      this.byName.set(name, lock);
-    }
+    readEach(data, 'locks', (item) => this.restoreLock(item, sessions, appliedIndex));
   }
+
+  private restoreLock(item: unknown, sessions: (id: number) => SessionRecord | undefined, appliedIndex: number): void {
+    const t = readTuple(item, 6, 'lock');
+    const name = readString(t[0], 'lock name');
+    if (name.length === 0) fail('empty lock name');
+    if (this.byName.has(name)) fail(`lock ${JSON.stringify(name)} appears twice`);
+    const lock = new LockRecord(name);
+    const limit = readNullableIndex(t[1], Number.MAX_SAFE_INTEGER, 'limit');
+    const since = readNullableIndex(t[2], appliedIndex, 'delay since');
+    const delayMs = readUint(t[3], 'delayMs');
+    if (since !== null) lock.delay = { since, delayMs };
+    const holders = readArray(t[4], 'holders');
+    for (let j = 0; j < holders.length; j++) {
+      const ht = readTuple(holders[j], 4, 'holder');
+      const rec = sessionOf(ht[0], sessions, appliedIndex, 'holder');
+      const token = readIndex(ht[1], appliedIndex, 'holder token');
+      const mode = readMode(ht[2], 'holder mode');
+      if (lock.holders.has(rec.id)) fail(`holder ${rec.id} appears twice`);
+      if (lock.heldMode !== null && lock.heldMode !== mode) fail('exclusive and shared holders together');
+      if (mode === 'exclusive' && lock.holders.size > 0) fail('two exclusive holders');
+      lock.holders.set(rec.id, { session: rec, token, mode, lockDelayMs: readUint(ht[3], 'holder lock-delay') });
+      lock.heldMode = mode;
+      if (mode === 'shared') lock.sharedParties++;
+    }
+    const waiters = readArray(t[5], 'waiters');
+    for (let j = 0; j < waiters.length; j++) {
+      const wt = readTuple(waiters[j], 3, 'waiter');
+      const rec = sessionOf(wt[0], sessions, appliedIndex, 'waiter');
+      const mode = readMode(wt[1], 'waiter mode');
+      if (lock.holders.has(rec.id) || lock.waiters.has(rec.id)) fail(`session ${rec.id} appears twice`);
+      lock.enqueue({ session: rec, mode, lockDelayMs: readUint(wt[2], 'waiter lock-delay') });
+      if (mode === 'shared') lock.sharedParties++;
+    }
+    if (lock.sharedParties === 0 && limit !== null) fail('a limit but no shared parties');
+    if (limit !== null && lock.heldMode === 'shared' && lock.holders.size > limit) {
+      fail(`${lock.holders.size} shared holders over the limit ${limit}`);
+    }
+    if (lock.holders.size === 0 && lock.waiters.size === 0 && lock.delay === null) fail('an idle lock');
+    lock.limit = limit;
+    // Only now, when the lock is known good, link it from the sessions and the counters.
+    this.byName.set(name, lock);
+    if (lock.delay !== null) this.delayed.set(name, lock);
+    for (const h of lock.holders.values()) h.session.held.add(name);
+    for (const w of lock.waiters.values()) w.session.waits.add(name);
+    this.holderCount += lock.holders.size;
+    this.waiterCount += lock.waiters.size;
+  }
+}
+
+function readMode(v: unknown, what: string): LockMode {
+  return v === 0 ? 'exclusive' : v === 1 ? 'shared' : fail(`${what} must be 0 or 1`);
+}
+
+function sessionOf(
+  v: unknown,
+  sessions: (id: number) => SessionRecord | undefined,
+  appliedIndex: number,
+  what: string,
+): SessionRecord {
+  const id = readIndex(v, appliedIndex, what);
+  return sessions(id) ?? fail(`${what} ${id} is not a session of the snapshot`);
 }
 
 function canGrant(lock: LockRecord, mode: LockMode): boolean {

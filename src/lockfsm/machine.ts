@@ -284,7 +284,7 @@ export class LockMachine {
       locks: [...rec.held].sort().map((name) => ({ name, ...this.lockTable.holdOf(name, rec.id)! })),
       waits: [...rec.waits].sort().map((name) => ({ name, mode: this.lockTable.waitModeOf(name, rec.id)! })),
       elections: [...rec.elections].sort(),
-      pendingResults: rec.answers.size,
+      pendingResults: rec.answers.length,
       ackedSeq: rec.ackedSeq,
     };
   }

@@ -5,12 +5,17 @@
 // (seq > ackedSeq) so that a retried request gets the first answer and changes nothing.
 // Requests may arrive out of order (several in flight): any seq above the acknowledged
 // horizon that has no stored answer is new.
+//
+// The answers are a small array, not a Map: it holds at most maxPendingResultsPerSession
+// entries and usually one or two (clients acknowledge as they go), and an array costs far
+// less memory per session and no rehashing as answers come and go.
 
 import { invalidArgument, limitExceeded, machineError } from './errors.js';
-import { fail, readArray, readIndex, readObject, readString, readTuple, readUint } from './snapshot-reader.js';
+import { fail, readArray, readEach, readIndex, readObject, readString, readTuple, readUint } from './snapshot-reader.js';
 import type { CommandType, MachineError, Result, SessionCommand } from './types.js';
 
 export interface StoredAnswer {
+  readonly seq: number;
   /** The command type that produced it: a seq reused for another command is refused. */
   readonly command: CommandType;
   readonly result: Result;
@@ -21,7 +26,8 @@ export interface SessionRecord {
   readonly ttlMs: number;
   /** Every seq <= ackedSeq has been answered and forgotten. */
   ackedSeq: number;
-  readonly answers: Map<number, StoredAnswer>;
+  /** Answers of seq > ackedSeq, in the order the requests were applied. */
+  readonly answers: StoredAnswer[];
   /** Names of the locks it holds / waits for / elections it leads or stands in. */
   readonly held: Set<string>;
   readonly waits: Set<string>;
@@ -61,7 +67,7 @@ export class SessionTable {
       id,
       ttlMs,
       ackedSeq: 0,
-      answers: new Map(),
+      answers: [],
       held: new Set(),
       waits: new Set(),
       elections: new Set(),
@@ -71,7 +77,7 @@ export class SessionTable {
   }
 
   remove(rec: SessionRecord): void {
-    this.pending -= rec.answers.size;
+    this.pending -= rec.answers.length;
     this.byId.delete(rec.id);
   }
 
@@ -90,7 +96,7 @@ export class SessionTable {
       };
     }
     if (cmd.ackedSeq !== undefined && cmd.ackedSeq > rec.ackedSeq) this.acknowledge(rec, cmd.ackedSeq);
-    const stored = rec.answers.get(cmd.seq);
+    const stored = findAnswer(rec, cmd.seq);
     if (stored !== undefined) {
       if (stored.command !== cmd.type) {
         return {
@@ -100,11 +106,11 @@ export class SessionTable {
       }
       return { kind: 'answer', result: stored.result };
     }
-    if (rec.answers.size >= this.maxPendingPerSession) {
+    if (rec.answers.length >= this.maxPendingPerSession) {
       return {
         kind: 'answer',
         result: limitExceeded(
-          `session ${rec.id} has ${rec.answers.size} unacknowledged requests (limit ${this.maxPendingPerSession}); send ackedSeq`,
+          `session ${rec.id} has ${rec.answers.length} unacknowledged requests (limit ${this.maxPendingPerSession}); send ackedSeq`,
         ),
       };
     }
@@ -112,7 +118,7 @@ export class SessionTable {
   }
 
   remember(rec: SessionRecord, seq: number, command: CommandType, result: Result): void {
-    rec.answers.set(seq, { command, result });
+    rec.answers.push({ seq, command, result });
     this.pending++;
   }
 
@@ -121,7 +127,7 @@ export class SessionTable {
     const out: [number, number, number, [number, CommandType, Result][]][] = [];
     for (const rec of this.byId.values()) {
       const answers: [number, CommandType, Result][] = [];
-      for (const [seq, a] of rec.answers) answers.push([seq, a.command, a.result]);
+      for (const a of rec.answers) answers.push([a.seq, a.command, a.result]);
       out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers]);
     }
     return out;
@@ -132,36 +138,49 @@ export class SessionTable {
    * for shape only (an object with a string `type`, from a known command).
    */
   restore(data: unknown, appliedIndex: number, commandTypes: readonly CommandType[]): void {
-    for (const [i, item] of readArray(data, 'sessions').entries()) {
-      const t = readTuple(item, 4, `sessions[${i}]`);
-      const id = readIndex(t[0], appliedIndex, `sessions[${i}].id`);
+    readEach(data, 'sessions', (item) => {
+      const t = readTuple(item, 4, 'session');
+      const id = readIndex(t[0], appliedIndex, 'session id');
       if (this.byId.has(id)) fail(`session ${id} appears twice`);
-      const rec = this.open(id, readUint(t[1], `session ${id} ttlMs`));
-      rec.ackedSeq = readUint(t[2], `session ${id} ackedSeq`);
-      for (const [j, a] of readArray(t[3], `session ${id} answers`).entries()) {
-        const at = readTuple(a, 3, `session ${id} answers[${j}]`);
-        const seq = readIndex(at[0], Number.MAX_SAFE_INTEGER, `session ${id} answer seq`);
-        if (seq <= rec.ackedSeq || rec.answers.has(seq)) fail(`session ${id} answer for seq ${seq} is stale or repeated`);
-        const command = readString(at[1], `session ${id} answer command`) as CommandType;
-        if (!commandTypes.includes(command)) fail(`session ${id} answer for unknown command ${JSON.stringify(command)}`);
-        const result = readObject(at[2], `session ${id} answer`);
-        if (typeof result.type !== 'string') fail(`session ${id} answer has no type`);
-        rec.answers.set(seq, { command, result: result as unknown as Result });
-        this.pending++;
+      const ttlMs = readUint(t[1], 'ttlMs');
+      const ackedSeq = readUint(t[2], 'ackedSeq');
+      const answers: StoredAnswer[] = [];
+      const items = readArray(t[3], 'answers');
+      for (let j = 0; j < items.length; j++) {
+        const at = readTuple(items[j], 3, 'answer');
+        const seq = readIndex(at[0], Number.MAX_SAFE_INTEGER, 'answer seq');
+        if (seq <= ackedSeq || answers.some((a) => a.seq === seq)) fail(`answer for seq ${seq} is stale or repeated`);
+        const command = readString(at[1], 'answer command') as CommandType;
+        if (!commandTypes.includes(command)) fail(`answer for unknown command ${JSON.stringify(command)}`);
+        const result = readObject(at[2], 'answer');
+        if (typeof result.type !== 'string') fail('answer has no type');
+        answers.push({ seq, command, result: result as unknown as Result });
       }
-    }
+      const rec = this.open(id, ttlMs);
+      rec.ackedSeq = ackedSeq;
+      rec.answers.push(...answers);
+      this.pending += answers.length;
+    });
   }
 
-  /** Forgets answers of seq <= ackedSeq. The map is bounded by maxPendingPerSession. */
+  /** Forgets answers of seq <= ackedSeq, compacting the array in place (order kept). */
   private acknowledge(rec: SessionRecord, ackedSeq: number): void {
     rec.ackedSeq = ackedSeq;
-    for (const seq of rec.answers.keys()) {
-      if (seq <= ackedSeq) {
-        rec.answers.delete(seq);
-        this.pending--;
-      }
+    const answers = rec.answers;
+    let kept = 0;
+    for (let i = 0; i < answers.length; i++) {
+      const a = answers[i]!;
+      if (a.seq > ackedSeq) answers[kept++] = a;
     }
+    this.pending -= answers.length - kept;
+    answers.length = kept;
   }
+}
+
+function findAnswer(rec: SessionRecord, seq: number): StoredAnswer | undefined {
+  const answers = rec.answers;
+  for (let i = 0; i < answers.length; i++) if (answers[i]!.seq === seq) return answers[i];
+  return undefined;
 }
 
 /** A lock/election count check shared by the tables that add to a session's sets. */

@@ -3,14 +3,35 @@
 // differs from the one the other nodes have.
 
 export class SnapshotError extends Error {
-  constructor(message: string) {
-    super(`lockfsm snapshot: ${message}`);
+  /** The message without the 'lockfsm snapshot:' prefix. */
+  readonly detail: string;
+
+  constructor(detail: string) {
+    super(`lockfsm snapshot: ${detail}`);
     this.name = 'SnapshotError';
+    this.detail = detail;
   }
 }
 
 export function fail(message: string): never {
   throw new SnapshotError(message);
+}
+
+/**
+ * Reads every item of an array with `read`, naming the failing item in the error. The
+ * readers below take constant descriptions; the item's name is added only on failure,
+ * so a restore of 100k locks builds no message strings.
+ */
+export function readEach(v: unknown, what: string, read: (item: unknown) => void): void {
+  const items = readArray(v, what);
+  for (let i = 0; i < items.length; i++) {
+    try {
+      read(items[i]);
+    } catch (err) {
+      if (err instanceof SnapshotError) throw new SnapshotError(`${what}[${i}]: ${err.detail}`);
+      throw err;
+    }
+  }
 }
 
 export function readArray(v: unknown, what: string): unknown[] {
@@ -58,6 +79,14 @@ export function readObject(v: unknown, what: string): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-export function readNullable<T>(v: unknown, read: (v: unknown) => T): T | null {
-  return v === null || v === undefined ? null : read(v);
+export function readNullableIndex(v: unknown, maxIndex: number, what: string): number | null {
+  return v === null || v === undefined ? null : readIndex(v, maxIndex, what);
+}
+
+export function readNullableUint(v: unknown, what: string): number | null {
+  return v === null || v === undefined ? null : readUint(v, what);
+}
+
+export function readNullableBytes(v: unknown, what: string): Uint8Array | null {
+  return v === null || v === undefined ? null : readBytes(v, what);
 }

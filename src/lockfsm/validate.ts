@@ -60,83 +60,86 @@ const SPECS: Readonly<Record<CommandType, CommandSpec>> = {
 
 export const COMMAND_TYPES: readonly CommandType[] = Object.keys(SPECS) as CommandType[];
 
+/** The specs as field lists, computed once: validation runs for every entry. */
+interface FieldList {
+  readonly required: readonly (readonly [string, FieldKind])[];
+  readonly optional: readonly (readonly [string, FieldKind])[];
+  readonly known: ReadonlySet<string>;
+}
+
+const FIELDS = new Map<string, FieldList>(
+  COMMAND_TYPES.map((type) => {
+    const spec = SPECS[type];
+    const required = Object.entries(spec.required);
+    const optional = Object.entries(spec.optional).filter(([f]) => !Object.hasOwn(spec.required, f));
+    const known = new Set(['type', ...required.map(([f]) => f), ...optional.map(([f]) => f)]);
+    return [type, { required, optional, known }];
+  }),
+);
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const proto: unknown = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
 }
 
-/** A field's checked and canonical value, or the error that refuses the command. */
-type Checked = { ok: true; value: unknown } | { ok: false; error: MachineError };
-
-const ok = (value: unknown): Checked => ({ ok: true, value });
-const bad = (error: MachineError): Checked => ({ ok: false, error });
-
-function checkName(v: unknown, field: string, config: MachineConfig): Checked {
-  if (typeof v !== 'string') return bad(invalidArgument(`${field} must be a string`));
-  const len = utf8Length(v);
-  if (len < 0) return bad(invalidArgument(`${field} is not valid Unicode (lone surrogate)`));
-  if (len === 0) return bad(invalidArgument(`${field} must not be empty`));
-  if (len > config.maxNameLength) {
-    return bad(invalidArgument(`${field} is ${len} bytes long, over the limit of ${config.maxNameLength}`));
-  }
-  return ok(v);
+/** What checkField returns instead of a value when it refuses (allocated only then). */
+class Refusal {
+  constructor(readonly error: MachineError) {}
 }
 
-function checkField(kind: FieldKind, v: unknown, field: string, config: MachineConfig): Checked {
+function checkString(v: unknown, field: string, maxBytes: number, allowEmpty: boolean, tooLong: 'invalid' | 'limit'): unknown {
+  if (typeof v !== 'string') return new Refusal(invalidArgument(`${field} must be a string`));
+  const len = utf8Length(v);
+  if (len < 0) return new Refusal(invalidArgument(`${field} is not valid Unicode (lone surrogate)`));
+  if (len === 0 && !allowEmpty) return new Refusal(invalidArgument(`${field} must not be empty`));
+  if (len > maxBytes) {
+    const message = `${field} is ${len} bytes long, over the limit of ${maxBytes}`;
+    return new Refusal(tooLong === 'invalid' ? invalidArgument(message) : limitExceeded(message));
+  }
+  return v;
+}
+
+/** The field's canonical value, or a Refusal. */
+function checkField(kind: FieldKind, v: unknown, field: string, config: MachineConfig): unknown {
   switch (kind) {
     case 'id':
     case 'uint': {
       if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-        return bad(invalidArgument(`${field} must be a non-negative safe integer`));
+        return new Refusal(invalidArgument(`${field} must be a non-negative safe integer`));
       }
-      if (kind === 'id' && v === 0) return bad(invalidArgument(`${field} must be at least 1`));
-      return ok(v === 0 ? 0 : v); // no -0: it would encode differently from 0
+      if (kind === 'id' && v === 0) return new Refusal(invalidArgument(`${field} must be at least 1`));
+      return v === 0 ? 0 : v; // no -0: it would encode differently from 0
     }
     case 'bool':
-      return typeof v === 'boolean' ? ok(v) : bad(invalidArgument(`${field} must be a boolean`));
+      return typeof v === 'boolean' ? v : new Refusal(invalidArgument(`${field} must be a boolean`));
     case 'mode':
       return v === 'exclusive' || v === 'shared'
-        ? ok(v)
-        : bad(invalidArgument(`${field} must be 'exclusive' or 'shared'`));
+        ? v
+        : new Refusal(invalidArgument(`${field} must be 'exclusive' or 'shared'`));
     case 'name':
-      return checkName(v, field, config);
-    case 'key': {
-      if (typeof v !== 'string') return bad(invalidArgument(`${field} must be a string`));
-      const len = utf8Length(v);
-      if (len < 0) return bad(invalidArgument(`${field} is not valid Unicode (lone surrogate)`));
-      if (len === 0) return bad(invalidArgument(`${field} must not be empty`));
-      if (len > config.maxKeyBytes) {
-        return bad(limitExceeded(`${field} is ${len} bytes long, over the limit of ${config.maxKeyBytes}`));
-      }
-      return ok(v);
-    }
+      return checkString(v, field, config.maxNameLength, false, 'invalid');
+    case 'key':
+      return checkString(v, field, config.maxKeyBytes, false, 'limit');
+    case 'text':
+      return checkString(v, field, config.maxValueBytes, true, 'limit');
     case 'bytes': {
-      if (!(v instanceof Uint8Array)) return bad(invalidArgument(`${field} must be bytes (Uint8Array)`));
+      if (!(v instanceof Uint8Array)) return new Refusal(invalidArgument(`${field} must be bytes (Uint8Array)`));
       if (v.length > config.maxValueBytes) {
-        return bad(limitExceeded(`${field} is ${v.length} bytes, over the limit of ${config.maxValueBytes}`));
+        return new Refusal(limitExceeded(`${field} is ${v.length} bytes, over the limit of ${config.maxValueBytes}`));
       }
-      return ok(new Uint8Array(v)); // a plain copy: neither a Buffer nor a view of the entry
-    }
-    case 'text': {
-      if (typeof v !== 'string') return bad(invalidArgument(`${field} must be a string`));
-      const len = utf8Length(v);
-      if (len < 0) return bad(invalidArgument(`${field} is not valid Unicode (lone surrogate)`));
-      if (len > config.maxValueBytes) {
-        return bad(limitExceeded(`${field} is ${len} bytes, over the limit of ${config.maxValueBytes}`));
-      }
-      return ok(v);
+      return new Uint8Array(v); // a plain copy: neither a Buffer nor a view of the entry
     }
     case 'fence': {
-      if (!isPlainObject(v)) return bad(invalidArgument(`${field} must be an object {lock, token}`));
-      for (const k of Object.keys(v)) {
-        if (k !== 'lock' && k !== 'token') return bad(invalidArgument(`${field} has an unknown field '${k}'`));
+      if (!isPlainObject(v)) return new Refusal(invalidArgument(`${field} must be an object {lock, token}`));
+      for (const k in v) {
+        if (k !== 'lock' && k !== 'token') return new Refusal(invalidArgument(`${field} has an unknown field '${k}'`));
       }
-      const lock = checkName(v.lock, `${field}.lock`, config);
-      if (!lock.ok) return lock;
+      const lock = checkString(v.lock, `${field}.lock`, config.maxNameLength, false, 'invalid');
+      if (lock instanceof Refusal) return lock;
       const token = checkField('id', v.token, `${field}.token`, config);
-      if (!token.ok) return token;
-      return ok({ lock: lock.value, token: token.value });
+      if (token instanceof Refusal) return token;
+      return { lock, token };
     }
   }
 }
@@ -148,32 +151,30 @@ function checkField(kind: FieldKind, v: unknown, field: string, config: MachineC
 export function validateCommand(value: unknown, config: MachineConfig): Command | MachineError {
   if (!isPlainObject(value)) return invalidArgument('a command must be an object');
   const type = value.type;
-  if (typeof type !== 'string' || !Object.hasOwn(SPECS, type)) {
+  const fields = typeof type === 'string' ? FIELDS.get(type) : undefined;
+  if (fields === undefined) {
     return invalidArgument(`unknown command type ${typeof type === 'string' ? JSON.stringify(type.slice(0, 40)) : typeof type}`);
   }
-  const spec = SPECS[type as CommandType];
-  for (const k of Object.keys(value)) {
-    if (k !== 'type' && !Object.hasOwn(spec.required, k) && !Object.hasOwn(spec.optional, k)) {
-      return invalidArgument(`${type}: unknown field ${JSON.stringify(k.slice(0, 40))}`);
-    }
+  for (const k in value) {
+    if (!fields.known.has(k)) return invalidArgument(`${type}: unknown field ${JSON.stringify(k.slice(0, 40))}`);
   }
   const out: Record<string, unknown> = { type };
-  for (const field of Object.keys(spec.required)) {
+  for (const [field, kind] of fields.required) {
     const v = value[field];
     if (v === undefined) return invalidArgument(`${type}: missing field '${field}'`);
-    const checked = checkField(spec.required[field]!, v, field, config);
-    if (!checked.ok) return checked.error;
-    out[field] = checked.value;
+    const checked = checkField(kind, v, field, config);
+    if (checked instanceof Refusal) return checked.error;
+    out[field] = checked;
   }
-  for (const field of Object.keys(spec.optional)) {
+  for (const [field, kind] of fields.optional) {
     const v = value[field];
-    if (v === undefined || Object.hasOwn(spec.required, field)) continue;
-    const checked = checkField(spec.optional[field]!, v, field, config);
-    if (!checked.ok) return checked.error;
-    out[field] = checked.value;
+    if (v === undefined) continue;
+    const checked = checkField(kind, v, field, config);
+    if (checked instanceof Refusal) return checked.error;
+    out[field] = checked;
   }
   const crossError = checkAcrossFields(out, config);
-  if (crossError) return crossError;
+  if (crossError !== null) return crossError;
   // The spec above is the single source of these shapes; this is the one place the
   // checked record becomes the typed union.
   return out as unknown as Command;
@@ -181,15 +182,14 @@ export function validateCommand(value: unknown, config: MachineConfig): Command 
 
 /** Bounds that involve more than one field or the config. */
 function checkAcrossFields(cmd: Record<string, unknown>, config: MachineConfig): MachineError | null {
-  const num = (k: string): number | undefined => cmd[k] as number | undefined;
-  const ackedSeq = num('ackedSeq');
-  const seq = num('seq');
+  const ackedSeq = cmd.ackedSeq as number | undefined;
+  const seq = cmd.seq as number | undefined;
   if (ackedSeq !== undefined && seq !== undefined && ackedSeq >= seq) {
     return invalidArgument(`ackedSeq (${ackedSeq}) must be lower than seq (${seq})`);
   }
   switch (cmd.type) {
     case 'openSession': {
-      const ttl = num('ttlMs')!;
+      const ttl = cmd.ttlMs as number;
       if (ttl < config.minTtlMs || ttl > config.maxTtlMs) {
         return invalidArgument(`ttlMs ${ttl} is outside [${config.minTtlMs}, ${config.maxTtlMs}]`);
       }
@@ -199,7 +199,7 @@ function checkAcrossFields(cmd: Record<string, unknown>, config: MachineConfig):
       if (cmd.mode === 'exclusive' && cmd.limit !== undefined) {
         return invalidArgument('limit applies to shared acquires only');
       }
-      const delay = num('lockDelayMs');
+      const delay = cmd.lockDelayMs as number | undefined;
       if (delay !== undefined && delay > config.maxLockDelayMs) {
         return invalidArgument(`lockDelayMs ${delay} is over the limit of ${config.maxLockDelayMs}`);
       }

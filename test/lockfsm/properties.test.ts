@@ -25,7 +25,7 @@ describe('properties over random command sequences', () => {
       fc.property(steps(120, 6), (all) => {
         new Workload(false).run(all);
       }),
-      params(600),
+      params(500),
     );
   });
 
@@ -49,7 +49,7 @@ describe('properties over random command sequences', () => {
           assert.deepEqual(r.stats(), w.m.stats());
         }
       }),
-      params(400),
+      params(300),
     );
   });
 
@@ -64,7 +64,7 @@ describe('properties over random command sequences', () => {
         }
         assert.deepEqual(other.snapshot(), w.m.snapshot());
       }),
-      params(300),
+      params(250),
     );
   });
 });
