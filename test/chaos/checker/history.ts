@@ -320,6 +320,7 @@ export function validateHistory(history: readonly unknown[]): asserts history is
 export function parseHistoryJsonl(text: string): Operation[] {
   const problems: string[] = [];
   const ops: Operation[] = [];
+  const seen = new Map<string, number>();
   text.split('\n').forEach((line, i) => {
     const trimmed = line.trim();
     if (trimmed === '') return;
@@ -331,10 +332,15 @@ export function parseHistoryJsonl(text: string): Operation[] {
       return;
     }
     const op = parseOperation(raw, `line ${i + 1}`, problems);
+    if (isRecord(raw) && (typeof raw['id'] === 'string' || isFiniteNumber(raw['id']))) {
+      const idKey = `${typeof raw['id']}:${String(raw['id'])}`;
+      const first = seen.get(idKey);
+      if (first !== undefined) problems.push(`line ${i + 1}: duplicate id ${String(raw['id'])} (first on line ${first})`);
+      else seen.set(idKey, i + 1);
+    }
     if (op !== undefined) ops.push(op);
   });
   if (problems.length > 0) throw new HistoryFormatError(problems);
-  validateHistory(ops);
   return ops;
 }
 

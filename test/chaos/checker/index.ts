@@ -46,14 +46,14 @@ export {
   stepFence,
   stepLock,
 } from './model.js';
-export type { FenceModelOp, FenceState, Holder, LockModelOp, LockState, Model, StepResult } from './model.js';
+export type { FenceModelOp, FenceState, Holder, LockModelOp, LockState, Model, PendingView, StepResult } from './model.js';
 export { searchLinearization } from './search.js';
 export type { Diagnosis, SearchBudget, SearchOp, SearchOptions, SearchOutcome } from './search.js';
 export { compileObject, objectKey, objectOf, partitionHistory, recordedView, toFenceModelOp, toLockModelOp } from './partition.js';
 export type { CompiledObject, ObjectHistory, ObjectKind, ObjectRef, Treatment, ViewOp } from './partition.js';
 export { checkInvariants } from './invariants.js';
 export type { InvariantName, InvariantViolation } from './invariants.js';
-export { shrinkFailure } from './shrink.js';
+export { shrinkFailure, truncatedView, windowView } from './shrink.js';
 export type { ShrinkBudget, ShrinkResult } from './shrink.js';
 export { check } from './check.js';
 export type { CheckOptions, CheckResult, CheckStats, InvalidResult, UnknownResult, ValidResult } from './check.js';

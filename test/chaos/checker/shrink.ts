@@ -15,7 +15,7 @@
 //     completed by T, with the predicate "still fails when the rest is relaxed".
 
 import type { Operation } from './history.js';
-import { compileObject, type ObjectRef, type Treatment, type ViewOp } from './partition.js';
+import { compileObject, type ObjectRef, type ViewOp } from './partition.js';
 import type { Diagnosis, SearchBudget, SearchOutcome } from './search.js';
 
 export interface ShrinkBudget {
@@ -41,34 +41,48 @@ export interface ShrinkResult {
   readonly steps: number;
 }
 
+/**
+ * The history as known at time `t`: operations invoked later are gone; those still
+ * running at `t` (or whose answer was lost) may or may not have happened.
+ */
+export function truncatedView(ops: readonly Operation[], t: number): ViewOp[] {
+  return ops
+    .filter((op) => op.invokeMs <= t)
+    .map((source) => ({ source, treatment: source.outcome === 'ok' && source.completeMs! <= t ? 'recorded' : 'open' }));
+}
+
+/**
+ * The view in which a window is judged: `window` as recorded, every other operation of
+ * the truncated history relaxed (it may or may not have happened). The window fails iff
+ * a search on this view fails.
+ */
+export function windowView(ops: readonly Operation[], cutoffMs: number, window: readonly Operation[]): ViewOp[] {
+  const keep = new Set(window);
+  return truncatedView(ops, cutoffMs).map((v) =>
+    v.treatment === 'recorded' && !keep.has(v.source) ? { source: v.source, treatment: 'relaxed' } : v,
+  );
+}
+
 export function shrinkFailure(ref: ObjectRef, ops: readonly Operation[], budget: ShrinkBudget): ShrinkResult {
   let steps = 0;
   let exhausted = false;
-  const probe = (view: ViewOp[], diagnose = false): { outcome: SearchOutcome; sources: readonly Operation[] } => {
-    const compiled = compileObject(ref, view);
+  // A probe that runs out of budget counts as "does not fail": we then keep the larger,
+  // known-failing window, which is the honest choice.
+  const fails = (view: ViewOp[]): boolean => {
     const remaining = budget.maxSteps - steps;
     if (remaining <= 0 || performance.now() > budget.deadline) {
       exhausted = true;
-      return { outcome: { verdict: 'budget', steps: 0, reason: 'shrink budget exhausted' }, sources: compiled.sources };
+      return false;
     }
     const b: SearchBudget = { maxSteps: Math.min(budget.stepsPerProbe, remaining), deadline: budget.deadline };
-    const outcome = compiled.run(b, { diagnose });
+    const outcome: SearchOutcome = compileObject(ref, view).run(b);
     steps += outcome.steps;
     if (outcome.verdict === 'budget') exhausted = true;
-    return { outcome, sources: compiled.sources };
+    return outcome.verdict === 'not-linearizable';
   };
-  // A probe that runs out of budget counts as "does not fail": we then keep the larger,
-  // known-failing window, which is the honest choice.
-  const fails = (view: ViewOp[]): boolean => probe(view).outcome.verdict === 'not-linearizable';
 
   // Stage 1: earliest cut-off.
-  const truncated = (t: number): ViewOp[] =>
-    ops
-      .filter((op) => op.invokeMs <= t)
-      .map((source) => ({
-        source,
-        treatment: (source.outcome === 'ok' && source.completeMs! <= t ? 'recorded' : 'open') as Treatment,
-      }));
+  const truncated = (t: number): ViewOp[] => truncatedView(ops, t);
   const cutoffs = [...new Set(ops.filter((o) => o.outcome === 'ok').map((o) => o.completeMs!))].sort((a, b) => a - b);
   let lo = 0;
   let hi = cutoffs.length - 1; // the whole history is known to fail
@@ -80,15 +94,8 @@ export function shrinkFailure(ref: ObjectRef, ops: readonly Operation[], budget:
   const cutoffMs = cutoffs[hi] ?? Infinity;
   const prefix = truncated(cutoffMs);
   const candidates = prefix.filter((v) => v.treatment === 'recorded').map((v) => v.source);
-  const background = prefix.filter((v) => v.treatment !== 'recorded');
 
-  const viewWith = (kept: readonly Operation[]): ViewOp[] => {
-    const keep = new Set(kept);
-    return [
-      ...background,
-      ...candidates.map((source) => ({ source, treatment: (keep.has(source) ? 'recorded' : 'relaxed') as Treatment })),
-    ];
-  };
+  const viewWith = (kept: readonly Operation[]): ViewOp[] => windowView(ops, cutoffMs, kept);
 
   // Stage 2: ddmin by complements.
   let window: Operation[] = candidates;
