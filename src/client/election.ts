@@ -11,6 +11,7 @@ import {
   LockLostError,
   NotHolderError,
   PalisadeError,
+  releasedReason,
   SessionExpiredError,
   TimeoutError,
 } from './errors.js';
@@ -186,7 +187,7 @@ export class Leadership {
 
   private lostError(): LockLostError {
     const reason: unknown = this.lost.signal.reason;
-    return reason instanceof LockLostError ? reason : new LockLostError(this.election, 'resigned');
+    return reason instanceof LockLostError ? reason : releasedReason(this.election, 'resigned');
   }
 }
 

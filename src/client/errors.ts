@@ -106,6 +106,20 @@ export class LockLostError extends PalisadeError {
 }
 
 /**
+ * The reason a handle's signal carries after an ordinary release: an expected end, built
+ * without a stack trace, which would cost more than the rest of a release on a busy client.
+ */
+export function releasedReason(lockName: string, why = 'released'): LockLostError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new LockLostError(lockName, why);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/**
  * lock.once found an earlier attempt of the operation that began and never completed: its
  * effect may or may not have happened. Check the resource with `idempotencyKey`, or pass
  * `inDoubt: 'retry-same-key'` to run again with the same key.

@@ -13,6 +13,7 @@ import {
   LockTimeoutError,
   NotHolderError,
   PalisadeError,
+  releasedReason,
   SessionExpiredError,
   TimeoutError,
   UnavailableError,
@@ -165,12 +166,12 @@ export class Lock implements FenceHolder {
 
   private lostError(): LockLostError {
     const reason: unknown = this.lost.signal.reason;
-    return reason instanceof LockLostError ? reason : new LockLostError(this.name, 'released');
+    return reason instanceof LockLostError ? reason : releasedReason(this.name);
   }
 
   private async doRelease(): Promise<void> {
     this.session.signal.removeEventListener('abort', this.onSessionEnd);
-    this.lost.abort(new LockLostError(this.name, 'released'));
+    this.lost.abort(releasedReason(this.name));
     try {
       // Even a handle already lost (fenced, or freed by the cluster) is released by token
       // while its session lives: harmless if it is gone, and nothing can stay held.
