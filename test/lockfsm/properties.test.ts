@@ -16,7 +16,7 @@ describe('properties over random command sequences', () => {
       fc.property(steps(120), fc.boolean(), (all, viaBytes) => {
         new Workload(viaBytes).run(all);
       }),
-      params(800),
+      params(700),
     );
   });
 
