@@ -34,6 +34,62 @@ export interface SnapshotSettings {
   readonly keepTail: number;
 }
 
+/** One client bearer token (docs/security.md). */
+export interface TokenConfig {
+  /** Names the token in logs and errors; the token itself is never logged. */
+  readonly name: string;
+  readonly token: string;
+  /** Lock, election, key, opKey and fence-lock names the token may touch; null = all. */
+  readonly prefixes: readonly string[] | null;
+  /** May read, open sessions and keep them alive, but change no lock, election, key or op. */
+  readonly readOnly: boolean;
+}
+
+/** Client authentication; absent from the file = off (every client is trusted). */
+export interface AuthConfig {
+  readonly tokens: readonly TokenConfig[];
+}
+
+/** Certificate files of one port. Paths are absolute; "{id}" stands for the node's id. */
+export interface TlsFilesConfig {
+  readonly cert: string;
+  readonly key: string;
+  /** Trusted CA: verifies the other side (the acceptor when dialing, client certificates when accepting). */
+  readonly ca?: string;
+  /** Refuse connections that present no certificate signed by `ca` (mutual TLS). */
+  readonly requireClientCert: boolean;
+}
+
+/** TLS of each port; null = plain ws (the URLs say ws://). */
+export interface TlsConfig {
+  readonly peer: TlsFilesConfig | null;
+  readonly client: TlsFilesConfig | null;
+}
+
+/** Bounds on what one client may ask of a node (docs/security.md). */
+export interface ClientLimitsConfig {
+  /** Largest frame accepted from a client (FRAME_TOO_LARGE, then close 1009). */
+  readonly maxFrameBytes: number;
+  /** Responses queued unread for one client before it is disconnected. */
+  readonly maxBufferedBytes: number;
+  /** Open client connections from one IP address; more are closed with 1013. */
+  readonly maxConnectionsPerAddress: number;
+  /** Token bucket per connection: sustained rate and burst (RATE_LIMITED). 0 = unlimited. */
+  readonly requestsPerSecond: number;
+  readonly requestBurst: number;
+  /** Sessions opened or attached over one connection (LIMIT_EXCEEDED). */
+  readonly maxSessionsPerConnection: number;
+  /** Locks one session holds (LIMIT_EXCEEDED). */
+  readonly maxLocksPerSession: number;
+  /** Locks one session waits for at once (LIMIT_EXCEEDED). */
+  readonly maxWaitsPerSession: number;
+  /** Sessions queued behind one lock (LIMIT_EXCEEDED). */
+  readonly maxWaitersPerLock: number;
+  /** Longest lock, election or fence-lock name in UTF-8 bytes (INVALID_ARGUMENT); keys and
+   *  opKeys keep the lock machine's own bound (1 KiB). At most the machine's 256. */
+  readonly maxNameBytes: number;
+}
+
 export interface ClusterConfig {
   readonly clusterId: string;
   readonly secret: string;
@@ -41,6 +97,10 @@ export interface ClusterConfig {
   readonly raft: RaftTiming;
   readonly sessions: SessionLimits;
   readonly snapshot: SnapshotSettings;
+  /** null: clients are not authenticated. */
+  readonly auth: AuthConfig | null;
+  readonly tls: TlsConfig;
+  readonly limits: ClientLimitsConfig;
   /** Where the file was read from; relative data directories resolve against it. */
   readonly baseDir: string;
 }
@@ -58,6 +118,23 @@ export class ConfigError extends Error {
 const DEFAULT_RAFT: RaftTiming = { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 };
 const DEFAULT_SESSIONS: SessionLimits = { defaultTtlMs: 10_000, minTtlMs: 500, maxTtlMs: 3_600_000, lockDelayMs: 0 };
 const DEFAULT_SNAPSHOT: SnapshotSettings = { entries: 20_000, keepTail: 5_000 };
+export const DEFAULT_CLIENT_LIMITS: ClientLimitsConfig = Object.freeze({
+  maxFrameBytes: 1 << 20,
+  maxBufferedBytes: 16 << 20,
+  maxConnectionsPerAddress: 256,
+  requestsPerSecond: 1_000,
+  requestBurst: 2_000,
+  maxSessionsPerConnection: 64,
+  maxLocksPerSession: 1_000,
+  maxWaitsPerSession: 100,
+  maxWaitersPerLock: 1_000,
+  maxNameBytes: 256,
+});
+/** The lock machine's own bound on names (lockfsm DEFAULT_MACHINE_CONFIG.maxNameLength);
+ *  the node-side limit may only be tighter, so every node decides alike. */
+const MACHINE_MAX_NAME_BYTES = 256;
+/** The wire's bound on any string (client-protocol MAX_STRING_BYTES). */
+const MAX_TOKEN_CHARS = 4096;
 
 type Obj = Record<string, unknown>;
 
@@ -162,6 +239,9 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   const sn = section(raw, 'snapshot');
   const entries = int(sn, 'entries', 'snapshot.entries', DEFAULT_SNAPSHOT.entries, 10, 100_000_000);
   const keepTail = int(sn, 'keepTail', 'snapshot.keepTail', DEFAULT_SNAPSHOT.keepTail, 0, 100_000_000);
+  const auth = authSection(raw);
+  const tls = tlsSection(raw, nodes, baseDir);
+  const limits = limitsSection(raw);
   return {
     clusterId,
     secret,
@@ -169,7 +249,113 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     raft: { tickMs, heartbeatMs, electionTimeoutMs },
     sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs },
     snapshot: { entries, keepTail },
+    auth,
+    tls,
+    limits,
     baseDir,
+  };
+}
+
+function bool(o: Obj, key: string, field: string, dflt: boolean): boolean {
+  const v = o[key];
+  if (v === undefined) return dflt;
+  if (typeof v !== 'boolean') throw new ConfigError(field, 'must be true or false');
+  return v;
+}
+
+/** "auth": {"tokens": [{name, token, prefixes?, readOnly?}]}; absent = auth off. */
+function authSection(raw: Obj): AuthConfig | null {
+  if (raw['auth'] === undefined) return null;
+  const a = section(raw, 'auth');
+  const list = a['tokens'];
+  if (!Array.isArray(list) || list.length === 0) throw new ConfigError('auth.tokens', 'must be a non-empty array (leave out "auth" to turn authentication off)');
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  const tokens = list.map((t, i): TokenConfig => {
+    const f = `auth.tokens[${i}]`;
+    if (!isObj(t)) throw new ConfigError(f, 'must be an object');
+    const name = str(t, 'name', `${f}.name`);
+    if (!/^[A-Za-z0-9_.@:-]{1,64}$/.test(name)) throw new ConfigError(`${f}.name`, 'may hold only letters, digits and "._@:-" (1-64)');
+    if (names.has(name)) throw new ConfigError(`${f}.name`, `duplicate token name "${name}"`);
+    names.add(name);
+    const token = str(t, 'token', `${f}.token`);
+    // The message never repeats the token: config errors end up in logs.
+    if (token.length < 16 || token.length > MAX_TOKEN_CHARS) throw new ConfigError(`${f}.token`, `must be 16 to ${MAX_TOKEN_CHARS} characters`);
+    if (secrets.has(token)) throw new ConfigError(`${f}.token`, 'is the same as another token (each client identity needs its own)');
+    secrets.add(token);
+    let prefixes: string[] | null = null;
+    if (t['prefixes'] !== undefined) {
+      const p = t['prefixes'];
+      if (!Array.isArray(p) || p.length === 0) throw new ConfigError(`${f}.prefixes`, 'must be a non-empty array of strings (leave it out to allow every name)');
+      prefixes = p.map((x, j) => {
+        if (typeof x !== 'string' || Buffer.byteLength(x, 'utf8') > MACHINE_MAX_NAME_BYTES) {
+          throw new ConfigError(`${f}.prefixes[${j}]`, `must be a string of at most ${MACHINE_MAX_NAME_BYTES} bytes`);
+        }
+        return x;
+      });
+      if (prefixes.includes('')) prefixes = null; // "" matches every name
+    }
+    return { name, token, prefixes, readOnly: bool(t, 'readOnly', `${f}.readOnly`, false) };
+  });
+  return { tokens };
+}
+
+/** "tls": {"peer": {...}, "client": {...}}; each port's URLs must agree with its section. */
+function tlsSection(raw: Obj, nodes: readonly NodeConfig[], baseDir: string): TlsConfig {
+  const t = section(raw, 'tls');
+  for (const key of Object.keys(t)) if (key !== 'peer' && key !== 'client') throw new ConfigError(`tls.${key}`, 'unknown; use "peer" and "client"');
+  const peer = tlsFiles(t, 'peer', baseDir);
+  const client = tlsFiles(t, 'client', baseDir);
+  checkSchemes(nodes, 'peerUrl', peer !== null);
+  checkSchemes(nodes, 'clientUrl', client !== null);
+  return { peer, client };
+}
+
+function tlsFiles(t: Obj, key: 'peer' | 'client', baseDir: string): TlsFilesConfig | null {
+  if (t[key] === undefined) return null;
+  const o = section(t, key);
+  const f = `tls.${key}`;
+  const path = (name: string): string => {
+    const p = str(o, name, `${f}.${name}`);
+    return isAbsolute(p) ? p : resolve(baseDir, p);
+  };
+  const cert = path('cert');
+  const key_ = path('key');
+  const ca = o['ca'] === undefined ? undefined : path('ca');
+  const requireClientCert = bool(o, 'requireClientCert', `${f}.requireClientCert`, false);
+  // Without a CA of our own any publicly trusted certificate would pass as a client.
+  if (requireClientCert && ca === undefined) throw new ConfigError(`${f}.ca`, 'is needed to verify client certificates (requireClientCert)');
+  return { cert, key: key_, ...(ca !== undefined ? { ca } : {}), requireClientCert };
+}
+
+/** wss:// means TLS on: every node's URL of that port must say so exactly when TLS is set. */
+function checkSchemes(nodes: readonly NodeConfig[], key: 'peerUrl' | 'clientUrl', tlsOn: boolean): void {
+  const where = key === 'peerUrl' ? 'tls.peer' : 'tls.client';
+  nodes.forEach((n, i) => {
+    const secure = n[key].startsWith('wss:');
+    if (secure && !tlsOn) throw new ConfigError(`nodes[${i}].${key}`, `"${n[key]}" is wss:// but ${where} is not configured`);
+    if (!secure && tlsOn) throw new ConfigError(`nodes[${i}].${key}`, `"${n[key]}" must be wss:// when ${where} is configured`);
+  });
+}
+
+function limitsSection(raw: Obj): ClientLimitsConfig {
+  const l = section(raw, 'limits');
+  const d = DEFAULT_CLIENT_LIMITS;
+  const known = new Set(Object.keys(d));
+  for (const key of Object.keys(l)) if (!known.has(key)) throw new ConfigError(`limits.${key}`, `unknown limit (known: ${[...known].join(', ')})`);
+  const requestsPerSecond = int(l, 'requestsPerSecond', 'limits.requestsPerSecond', d.requestsPerSecond, 0, 10_000_000);
+  return {
+    maxFrameBytes: int(l, 'maxFrameBytes', 'limits.maxFrameBytes', d.maxFrameBytes, 1024, 64 << 20),
+    maxBufferedBytes: int(l, 'maxBufferedBytes', 'limits.maxBufferedBytes', d.maxBufferedBytes, 64 << 10, 1 << 30),
+    maxConnectionsPerAddress: int(l, 'maxConnectionsPerAddress', 'limits.maxConnectionsPerAddress', d.maxConnectionsPerAddress, 1, 1_000_000),
+    requestsPerSecond,
+    // The default burst is never below the rate, or a steady client at exactly the rate would be refused.
+    requestBurst: int(l, 'requestBurst', 'limits.requestBurst', Math.max(d.requestBurst, requestsPerSecond), Math.min(1, requestsPerSecond), 100_000_000),
+    maxSessionsPerConnection: int(l, 'maxSessionsPerConnection', 'limits.maxSessionsPerConnection', d.maxSessionsPerConnection, 1, 1_000_000),
+    maxLocksPerSession: int(l, 'maxLocksPerSession', 'limits.maxLocksPerSession', d.maxLocksPerSession, 1, 10_000),
+    maxWaitsPerSession: int(l, 'maxWaitsPerSession', 'limits.maxWaitsPerSession', d.maxWaitsPerSession, 1, 10_000),
+    maxWaitersPerLock: int(l, 'maxWaitersPerLock', 'limits.maxWaitersPerLock', d.maxWaitersPerLock, 1, 1_000_000),
+    maxNameBytes: int(l, 'maxNameBytes', 'limits.maxNameBytes', d.maxNameBytes, 1, MACHINE_MAX_NAME_BYTES),
   };
 }
 

@@ -26,6 +26,8 @@ export const CLOSE_CODES = {
   BAD_FRAME: 1007,
   /** A frame larger than the node accepts (after a FRAME_TOO_LARGE error when the id was readable). */
   FRAME_TOO_LARGE: 1009,
+  /** Too many connections from this client address (reason `TOO_MANY_CONNECTIONS: ...`). */
+  TRY_AGAIN_LATER: 1013,
 } as const;
 
 /** Error codes a node answers with. NOT_LEADER never reaches SDK users: the SDK retries. */
@@ -108,7 +110,17 @@ export type Request =
   | { id: number; op: 'watch'; prefix: string }
   | { id: number; op: 'unwatch'; prefix: string }
   | ({ id: number; op: 'beginOp'; opKey: string; fence: Fence; retry?: boolean } & Sequenced)
-  | ({ id: number; op: 'completeOp'; opKey: string; result: Uint8Array; fence: Fence } & Sequenced);
+  | ({ id: number; op: 'completeOp'; opKey: string; result: Uint8Array; fence: Fence } & Sequenced)
+  // ---- administration ----
+  /** The membership in effect (from the log): ids, URLs and whether each votes. */
+  | { id: number; op: 'members' }
+  /** Add a node as a non-voting learner; the leader promotes it once it has caught up. */
+  | { id: number; op: 'addMember'; member: string; peerUrl: string; clientUrl: string }
+  | { id: number; op: 'removeMember'; member: string }
+  /** Hand leadership to `to` (default: the most caught-up voter). */
+  | { id: number; op: 'transferLeader'; to?: string }
+  /** Snapshot the node that receives this now and compact its log. */
+  | { id: number; op: 'snapshot' };
 
 export type Op = Request['op'];
 
@@ -137,6 +149,11 @@ export const OPS: readonly Op[] = [
   'unwatch',
   'beginOp',
   'completeOp',
+  'members',
+  'addMember',
+  'removeMember',
+  'transferLeader',
+  'snapshot',
 ];
 
 /** Ops that change replicated state: a follower forwards them to the leader. */
@@ -173,6 +190,13 @@ export interface NodeStatus {
   readonly appliedIndex: number;
   readonly members: readonly string[];
   readonly pid: number;
+}
+
+export interface MemberInfo {
+  readonly id: string;
+  readonly peerUrl: string;
+  readonly clientUrl: string;
+  readonly voter: boolean;
 }
 
 export interface SessionResult {

@@ -7,13 +7,17 @@
 //     a text frame (1003);
 //   - a frame over the size limit is answered FRAME_TOO_LARGE when its id is readable, then
 //     the connection is closed (1009);
-//   - a client that does not read what it is sent is disconnected once too much is queued.
+//   - a client that does not read what it is sent is disconnected once too much is queued;
+//   - a connection that sends faster than its token bucket allows is answered RATE_LIMITED;
+//   - an address with too many connections open has the next one closed (1013).
 import { EventEmitter } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { WebSocket, type RawData } from 'ws';
 import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from './client-protocol.js';
 import { FrameError, decodeFrame, encodeFrame } from './codec.js';
+import { TokenBucket } from './rate-limit.js';
+import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest, recoverRequestId } from './validate.js';
 
 export interface ClientServerOptions {
@@ -27,6 +31,14 @@ export interface ClientServerOptions {
   readonly maxFrameBytes?: number;
   /** A client with more than this queued and unread is disconnected. Default 16 MiB. */
   readonly maxBufferedBytes?: number;
+  /** Serve wss:// with these certificates; plain ws when absent. */
+  readonly tls?: TlsMaterial;
+  /** Per-connection token bucket; 0 or absent = unlimited. */
+  readonly requestsPerSecond?: number;
+  /** Bucket size; default max(requestsPerSecond, 1). */
+  readonly requestBurst?: number;
+  /** Connections open at once from one remote address; more are closed with 1013. Default unlimited. */
+  readonly maxConnectionsPerAddress?: number;
 }
 
 export interface ClientConnectionEvents {
@@ -43,6 +55,10 @@ export interface ClientServerStats {
   badFrameCloses: number;
   oversizeFrames: number;
   slowConsumerDisconnects: number;
+  /** Requests refused with RATE_LIMITED. */
+  rateLimited: number;
+  /** Connections closed at once because their address had too many open. */
+  refusedConnections: number;
 }
 
 const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -55,6 +71,7 @@ const CLOSE_GRACE_MS = 2000;
 /** One client's connection. Listen to 'request' and 'close'; answer with send(). */
 export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
   private closed = false;
+  private readonly bucket: TokenBucket | null;
 
   /** @internal constructed by ClientServer */
   constructor(
@@ -64,6 +81,8 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
     private readonly server: ClientServerInternals,
   ) {
     super();
+    const { requestsPerSecond, requestBurst } = server;
+    this.bucket = requestsPerSecond > 0 ? new TokenBucket(requestsPerSecond, requestBurst, () => performance.now()) : null;
   }
 
   get isOpen(): boolean {
@@ -126,6 +145,14 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
       this.closeForBadFrame(CLOSE_CODES.FRAME_TOO_LARGE, 'FRAME_TOO_LARGE');
       return;
     }
+    if (this.bucket && !this.bucket.take()) {
+      // Every frame costs a token, valid or not: decoding and validating are work too.
+      s.stats.rateLimited += 1;
+      const id = readIdLeniently(bytes);
+      if (id !== undefined) this.sendError(id, 'RATE_LIMITED', `more than ${s.requestsPerSecond} requests per second on this connection; back off and retry`);
+      else this.closeForBadFrame(CLOSE_CODES.BAD_FRAME, 'BAD_FRAME: no usable request id');
+      return;
+    }
     let frame: unknown;
     try {
       frame = decodeFrame(bytes);
@@ -182,47 +209,65 @@ interface ClientServerInternals {
   readonly log: Logger;
   readonly maxFrameBytes: number;
   readonly maxBufferedBytes: number;
+  readonly requestsPerSecond: number;
+  readonly requestBurst: number;
   readonly stats: ClientServerStats;
 }
 
+/** A refused address is logged at most this often, so a connection flood cannot flood the log. */
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
+
 export class ClientServer {
-  private wss: WebSocketServer | null = null;
+  private listener: WsListener | null = null;
   private readonly connections = new Map<number, { conn: ClientConnection; ws: WebSocket }>();
+  /** Open connections per remote address. */
+  private readonly perAddress = new Map<string, number>();
+  private readonly refusalLoggedAt = new Map<string, number>();
   private nextId = 1;
   private readonly internals: ClientServerInternals;
+  private readonly maxConnectionsPerAddress: number;
 
   constructor(private readonly options: ClientServerOptions) {
+    const requestsPerSecond = options.requestsPerSecond ?? 0;
     this.internals = {
       log: options.logger.child({ component: 'client-server' }),
       maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
       maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
-      stats: { connections: 0, requests: 0, invalidRequests: 0, badFrameCloses: 0, oversizeFrames: 0, slowConsumerDisconnects: 0 },
+      requestsPerSecond,
+      requestBurst: options.requestBurst ?? Math.max(1, requestsPerSecond),
+      stats: {
+        connections: 0,
+        requests: 0,
+        invalidRequests: 0,
+        badFrameCloses: 0,
+        oversizeFrames: 0,
+        slowConsumerDisconnects: 0,
+        rateLimited: 0,
+        refusedConnections: 0,
+      },
     };
+    this.maxConnectionsPerAddress = options.maxConnectionsPerAddress ?? Infinity;
   }
 
   async start(): Promise<{ host: string; port: number }> {
-    if (this.wss) throw new Error('ClientServer already started');
-    const wss = new WebSocketServer({
-      host: this.options.host,
-      port: this.options.port,
-      maxPayload: this.internals.maxFrameBytes * HARD_LIMIT_FACTOR,
-      perMessageDeflate: false,
-      clientTracking: false,
-    });
-    await new Promise<void>((resolve, reject) => {
-      wss.once('listening', resolve);
-      wss.once('error', reject);
-    });
-    wss.on('error', (err) => this.internals.log.error({ err }, 'client listener failed'));
-    wss.on('connection', (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'));
-    this.wss = wss;
+    if (this.listener) throw new Error('ClientServer already started');
+    this.listener = await listenWs(
+      {
+        host: this.options.host,
+        port: this.options.port,
+        ...(this.options.tls ? { tls: this.options.tls } : {}),
+        maxPayload: this.internals.maxFrameBytes * HARD_LIMIT_FACTOR,
+        logger: this.internals.log,
+        what: 'client',
+      },
+      (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'),
+    );
     return this.address();
   }
 
   address(): { host: string; port: number } {
-    const a = this.wss?.address();
-    if (!a || typeof a === 'string') throw new Error('ClientServer is not listening');
-    return { host: (a as AddressInfo).address, port: (a as AddressInfo).port };
+    if (!this.listener) throw new Error('ClientServer is not listening');
+    return this.listener.address();
   }
 
   connectionCount(): number {
@@ -235,9 +280,9 @@ export class ClientServer {
 
   /** Close every connection (1001) and stop listening. */
   async stop(): Promise<void> {
-    const wss = this.wss;
-    if (!wss) return;
-    this.wss = null;
+    const listener = this.listener;
+    if (!listener) return;
+    this.listener = null;
     const closing = [...this.connections.values()].map(
       ({ ws }) => new Promise<void>((resolve) => {
         if (ws.readyState === WebSocket.CLOSED) return resolve();
@@ -246,14 +291,20 @@ export class ClientServer {
       }),
     );
     await Promise.all(closing);
-    await new Promise<void>((resolve) => wss.close(() => resolve()));
+    await listener.close();
   }
 
   private accept(ws: WebSocket, remote: string): void {
-    if (!this.wss) {
+    if (!this.listener) {
       ws.terminate();
       return;
     }
+    const open = this.perAddress.get(remote) ?? 0;
+    if (open >= this.maxConnectionsPerAddress) {
+      this.refuseConnection(ws, remote);
+      return;
+    }
+    this.perAddress.set(remote, open + 1);
     const conn = new ClientConnection(this.nextId++, remote, ws, this.internals);
     this.connections.set(conn.id, { conn, ws });
     this.internals.stats.connections += 1;
@@ -261,6 +312,9 @@ export class ClientServer {
     ws.on('error', (err) => this.internals.log.info({ conn: conn.id, remote, err: err.message }, 'client socket error'));
     ws.on('close', (code, reason) => {
       this.connections.delete(conn.id);
+      const left = (this.perAddress.get(remote) ?? 1) - 1;
+      if (left > 0) this.perAddress.set(remote, left);
+      else this.perAddress.delete(remote);
       conn.handleClose(code, reason.toString());
     });
     try {
@@ -269,6 +323,21 @@ export class ClientServer {
       this.internals.log.error({ err, conn: conn.id }, 'onConnection handler threw; closing the connection');
       closeGracefully(ws, 1011, 'internal error');
     }
+  }
+
+  private refuseConnection(ws: WebSocket, remote: string): void {
+    this.internals.stats.refusedConnections += 1;
+    const now = Date.now();
+    if ((this.refusalLoggedAt.get(remote) ?? -Infinity) + REFUSAL_LOG_INTERVAL_MS <= now) {
+      if (this.refusalLoggedAt.size > 10_000) this.refusalLoggedAt.clear();
+      this.refusalLoggedAt.set(remote, now);
+      this.internals.log.warn(
+        { remote, limit: this.maxConnectionsPerAddress, refusedSoFar: this.internals.stats.refusedConnections },
+        'too many client connections from one address; refusing',
+      );
+    }
+    ws.on('error', () => {}); // the client may vanish before the close handshake ends
+    closeGracefully(ws, CLOSE_CODES.TRY_AGAIN_LATER, `TOO_MANY_CONNECTIONS: at most ${this.maxConnectionsPerAddress} from one address`);
   }
 }
 

@@ -8,10 +8,9 @@
 // Frames (msgpack maps): {k:'r', m: Message[]} Raft, {k:'a', p: payload} application, and
 // the handshake frames of peer-handshake.ts before a link is trusted.
 import { EventEmitter } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { WebSocket, type RawData } from 'ws';
 import type { Message, NodeId } from '../raft/types.js';
 import { decodeFrame, encodeFrame } from './codec.js';
 import {
@@ -25,6 +24,7 @@ import {
   parseWelcome,
 } from './peer-handshake.js';
 import { parseRaftMessage } from './raft-message.js';
+import { dialerTlsOptions, isTlsFailure, listenWs, type TlsMaterial, type WsListener } from './tls.js';
 
 export interface PeerTransportOptions {
   readonly clusterId: string;
@@ -48,6 +48,11 @@ export interface PeerTransportOptions {
   /** Reconnect backoff: doubles from min to max, with jitter. Defaults 50 ms and 2 s. */
   readonly backoffMinMs?: number;
   readonly backoffMaxMs?: number;
+  /** wss:// for peer links: listen with these certificates and dial trusting `ca`,
+   *  presenting `cert` (mutual TLS when the other side requires client certificates). */
+  readonly tls?: TlsMaterial;
+  /** Inbound sockets still in the handshake at once; more are cut. Default 64. */
+  readonly maxPendingHandshakes?: number;
 }
 
 export interface PeerTransportEvents {
@@ -77,6 +82,8 @@ export interface PeerTransportStats {
   /** Raft messages refused by validation. */
   invalidMessages: number;
   handshakeFailures: number;
+  /** Inbound sockets cut because too many were already in the handshake. */
+  handshakeOverflows: number;
   /** Links authenticated so far. */
   connects: number;
 }
@@ -98,6 +105,7 @@ const DEFAULTS = {
   pingIntervalMs: 1000,
   backoffMinMs: 50,
   backoffMaxMs: 2000,
+  maxPendingHandshakes: 64,
 };
 
 const SILENT_INTERVALS = 5;
@@ -121,10 +129,12 @@ interface Dialer {
 }
 
 export class PeerTransport extends EventEmitter<PeerTransportEvents> {
-  private readonly opts: Required<Omit<PeerTransportOptions, 'peers' | 'logger'>>;
+  private readonly opts: Required<Omit<PeerTransportOptions, 'peers' | 'logger' | 'tls'>>;
+  private readonly tls: TlsMaterial | undefined;
   private readonly log: Logger;
   private peers = new Map<NodeId, string>();
-  private server: WebSocketServer | null = null;
+  private server: WsListener | null = null;
+  private overflowLoggedAt = -Infinity;
   private readonly links = new Map<NodeId, Link>();
   private readonly dialers = new Map<NodeId, Dialer>();
   /** Inbound sockets still in the handshake. */
@@ -148,6 +158,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     invalidFrames: 0,
     invalidMessages: 0,
     handshakeFailures: 0,
+    handshakeOverflows: 0,
     connects: 0,
   };
 
@@ -165,7 +176,9 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       pingIntervalMs: options.pingIntervalMs ?? DEFAULTS.pingIntervalMs,
       backoffMinMs: options.backoffMinMs ?? DEFAULTS.backoffMinMs,
       backoffMaxMs: options.backoffMaxMs ?? DEFAULTS.backoffMaxMs,
+      maxPendingHandshakes: options.maxPendingHandshakes ?? DEFAULTS.maxPendingHandshakes,
     };
+    this.tls = options.tls;
     this.log = options.logger.child({ component: 'peer-transport', node: options.selfId });
     this.peers = withoutSelf(options.peers, options.selfId);
   }
@@ -173,20 +186,17 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
   /** Listen for peers and start dialing the ones this node dials. */
   async start(): Promise<{ host: string; port: number }> {
     if (this.running) throw new Error('PeerTransport already started');
-    const server = new WebSocketServer({
-      host: this.opts.listenHost,
-      port: this.opts.listenPort,
-      maxPayload: this.opts.maxFrameBytes,
-      perMessageDeflate: false,
-      clientTracking: false,
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('listening', resolve);
-      server.once('error', reject);
-    });
-    server.on('error', (err) => this.log.error({ err }, 'peer listener failed'));
-    server.on('connection', (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'));
-    this.server = server;
+    this.server = await listenWs(
+      {
+        host: this.opts.listenHost,
+        port: this.opts.listenPort,
+        ...(this.tls ? { tls: this.tls } : {}),
+        maxPayload: this.opts.maxFrameBytes,
+        logger: this.log,
+        what: 'peer',
+      },
+      (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'),
+    );
     this.running = true;
     this.pingTimer = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
     this.pingTimer.unref();
@@ -195,9 +205,8 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
   }
 
   address(): { host: string; port: number } {
-    const a = this.server?.address();
-    if (!a || typeof a === 'string') throw new Error('PeerTransport is not listening');
-    return { host: (a as AddressInfo).address, port: (a as AddressInfo).port };
+    if (!this.server) throw new Error('PeerTransport is not listening');
+    return this.server.address();
   }
 
   /** Close every link, stop dialing and stop listening. */
@@ -220,7 +229,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     await closeAll(sockets, CLOSE.STOPPING, 'node stopping');
     const server = this.server;
     this.server = null;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server?.close();
   }
 
   /** Membership changed: drop links to removed members, dial new ones, follow URL changes. */
@@ -385,6 +394,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       maxPayload: this.opts.maxFrameBytes,
       perMessageDeflate: false,
       handshakeTimeout: this.opts.handshakeTimeoutMs,
+      ...dialerTlsOptions(this.tls),
     });
     d.ws = ws;
     let state: 'hello' | 'welcome' | 'ready' = 'hello';
@@ -432,7 +442,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       link = this.linkUp(d.peer, ws, 'dialed');
     });
     ws.on('error', (err) => {
-      if (state !== 'ready') this.dialProblem(d, err.message);
+      if (state !== 'ready') this.dialProblem(d, isTlsFailure(err) ? `TLS: ${err.message}` : err.message, isTlsFailure(err));
       else this.log.warn({ peer: d.peer, err: err.message }, 'peer link error');
     });
     ws.on('close', (code, reason) => {
@@ -448,6 +458,17 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
 
   private accept(ws: WebSocket, remote: string): void {
     if (!this.running) {
+      ws.terminate();
+      return;
+    }
+    if (this.accepting.size >= this.opts.maxPendingHandshakes) {
+      // Unauthenticated sockets cost memory and timers: a flood of them is cut, not queued.
+      this.counters.handshakeOverflows += 1;
+      const now = performance.now();
+      if (now - this.overflowLoggedAt > 10_000) {
+        this.overflowLoggedAt = now;
+        this.log.warn({ remote, pending: this.accepting.size, overflows: this.counters.handshakeOverflows }, 'too many peer handshakes at once; cutting new ones');
+      }
       ws.terminate();
       return;
     }

@@ -1,0 +1,139 @@
+// TLS for both ports: certificate material read from files, and ws listeners over plain
+// HTTP or HTTPS. A URL with wss:// means TLS on; the transport modules take a TlsMaterial
+// (or none) and never read files themselves, so a missing file is one start-up error here.
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { WebSocketServer, type ClientOptions, type WebSocket } from 'ws';
+
+/** The files of one port's TLS, as configured. */
+export interface TlsFiles {
+  readonly cert: string;
+  readonly key: string;
+  readonly ca?: string;
+  readonly requireClientCert: boolean;
+}
+
+/** Certificates in memory, ready for a listener or a dialer. */
+export interface TlsMaterial {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  /** Trusted CA; without it the system's roots are used. */
+  readonly ca?: Buffer;
+  /** Accepting side: refuse a TLS client without a certificate signed by `ca`. */
+  readonly requireClientCert: boolean;
+}
+
+export class TlsFileError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+    this.name = 'TlsFileError';
+  }
+}
+
+/** Read one port's certificate files. `field` names the config section in errors. */
+export function loadTlsMaterial(files: TlsFiles, field: string): TlsMaterial {
+  const read = (path: string, name: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new TlsFileError(`${field}.${name}`, `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  };
+  const cert = read(files.cert, 'cert');
+  const key = read(files.key, 'key');
+  const ca = files.ca === undefined ? undefined : read(files.ca, 'ca');
+  return { cert, key, ...(ca ? { ca } : {}), requireClientCert: files.requireClientCert };
+}
+
+/** ws client options that make a dialer trust `ca` and present its own certificate. */
+export function dialerTlsOptions(tls: TlsMaterial | undefined): Pick<ClientOptions, 'ca' | 'cert' | 'key'> {
+  if (!tls) return {};
+  return { cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}) };
+}
+
+/** True for a TLS failure (an untrusted or mismatched certificate, a refused handshake):
+ *  a configuration problem worth a warning, unlike a peer that is merely down. */
+export function isTlsFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL|EPROTO/.test(code);
+}
+
+export interface WsListenOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly tls?: TlsMaterial;
+  readonly maxPayload: number;
+  readonly logger: Logger;
+  /** Names the port in log lines ("client", "peer"). */
+  readonly what: string;
+}
+
+/** A ws server on its own HTTP(S) server; close() stops both. */
+export interface WsListener {
+  readonly wss: WebSocketServer;
+  address(): { host: string; port: number };
+  close(): Promise<void>;
+}
+
+/** How often a failed TLS handshake from one address is logged at most. */
+const TLS_REFUSAL_LOG_INTERVAL_MS = 10_000;
+
+export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSocket, req: IncomingMessage) => void): Promise<WsListener> {
+  const server: HttpServer = opts.tls
+    ? createHttpsServer({
+        cert: opts.tls.cert,
+        key: opts.tls.key,
+        ...(opts.tls.ca ? { ca: opts.tls.ca } : {}),
+        requestCert: opts.tls.requireClientCert,
+        rejectUnauthorized: opts.tls.requireClientCert,
+      })
+    : createHttpServer();
+  const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
+  // Only WebSocket upgrades are served here; a plain HTTP request is told so at once.
+  server.on('request', (_req, res) => {
+    res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
+    res.end('this port speaks WebSocket only\n');
+  });
+  wss.on('connection', onConnection);
+  wss.on('error', (err) => opts.logger.error({ err }, `${opts.what} listener failed`));
+  const lastLogged = new Map<string, number>();
+  server.on('tlsClientError', (err: Error, socket: Socket) => {
+    // A client without an acceptable certificate, or one speaking plain ws to a wss port.
+    const remote = socket.remoteAddress ?? 'unknown';
+    const now = Date.now();
+    if ((lastLogged.get(remote) ?? -Infinity) + TLS_REFUSAL_LOG_INTERVAL_MS > now) return;
+    if (lastLogged.size > 10_000) lastLogged.clear();
+    lastLogged.set(remote, now);
+    opts.logger.warn({ remote, reason: err.message }, `refused a TLS connection on the ${opts.what} port`);
+  });
+  server.on('clientError', (_err: Error, socket: Socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (err) => opts.logger.error({ err }, `${opts.what} listener failed`));
+  return {
+    wss,
+    address() {
+      const a = server.address();
+      if (!a || typeof a === 'string') throw new Error(`the ${opts.what} port is not listening`);
+      return { host: a.address, port: a.port };
+    },
+    async close() {
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
