@@ -79,7 +79,7 @@ export class LockClient {
     this.link = new ClusterLink(
       {
         endpoints: options.endpoints,
-        WebSocket: options.WebSocket ?? (WebSocket as unknown as WebSocketConstructor),
+        WebSocket: options.WebSocket ?? WebSocket,
         clock,
         random: options.random ?? Math.random,
         connectTimeoutMs: options.connectTimeoutMs ?? 3_000,

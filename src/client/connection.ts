@@ -13,7 +13,8 @@ export interface WebSocketLike {
   readonly readyState: number;
   send(data: Uint8Array): void;
   close(code?: number, reason?: string): void;
-  addEventListener(type: 'open' | 'close' | 'error' | 'message', listener: (event: { readonly data?: unknown }) => void): void;
+  addEventListener(type: 'message', listener: (event: { readonly data: unknown }) => void): void;
+  addEventListener(type: 'open' | 'close' | 'error', listener: () => void): void;
 }
 export type WebSocketConstructor = new (url: string) => WebSocketLike;
 

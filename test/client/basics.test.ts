@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import WebSocket from 'ws';
 import assert from 'node:assert/strict';
 import { LockClient, LockLostError } from '../../src/client/index.js';
 import { FakeCluster } from './fake-cluster.js';
@@ -137,4 +138,18 @@ test('many locks on one session, and many cycles, raise no listener-leak warning
   for (let i = 0; i < 200; i++) await (await client.acquire('cycle', { signal: new AbortController().signal })).release();
   await settle(20);
   assert.deepEqual(warnings.map((w) => w.message), []);
+});
+
+test('the WebSocket implementation can be injected', async (t) => {
+  const cluster = await FakeCluster.forTest(t);
+  const opened: string[] = [];
+  class RecordingWebSocket extends WebSocket {
+    constructor(url: string) {
+      super(url);
+      opened.push(url);
+    }
+  }
+  const client = await cluster.client({ WebSocket: RecordingWebSocket });
+  await client.put('k', 'v');
+  assert.deepEqual(opened, [cluster.urls[0]]);
 });
