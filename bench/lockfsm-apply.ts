@@ -227,6 +227,24 @@ function timed(phase: string, commands: number, f: () => void): Row {
   return { phase, commands, seconds, cpuSeconds, perSecond: commands / seconds, perCpuSecond: commands / cpuSeconds };
 }
 
+/**
+ * CPU ms of a fixed plain-JS loop (Map lookups and small allocations, like apply does):
+ * a yardstick to compare runs on different or busy machines.
+ */
+function calibrate(): number {
+  const map = new Map<string, { n: number }>();
+  for (let i = 0; i < 100_000; i++) map.set(`l/${i}`, { n: i });
+  const c0 = process.cpuUsage();
+  let sum = 0;
+  for (let i = 0; i < 1_000_000; i++) {
+    sum += map.get(`l/${(i * 7919) % 100_000}`)!.n;
+    map.set(`x${i % 1000}`, { n: i });
+  }
+  const cpu = process.cpuUsage(c0);
+  if (sum < 0) console.log(sum); // keep the loop from being optimized away
+  return (cpu.user + cpu.system) / 1000;
+}
+
 function main(): void {
   const rows: Row[] = [];
   const m = new LockMachine(CONFIG);
@@ -254,13 +272,14 @@ function main(): void {
   }));
 
   let snap: Uint8Array = new Uint8Array();
-  const snapshotMs = timed('snapshot', 1, () => {
+  const snapshotRow = timed('snapshot', 1, () => {
     snap = m.snapshot();
-  }).seconds * 1000;
+  });
   let restored: LockMachine | null = null;
-  const restoreMs = timed('restore', 1, () => {
+  const restoreRow = timed('restore', 1, () => {
     restored = LockMachine.restore(snap, CONFIG);
-  }).seconds * 1000;
+  });
+  const calibration = calibrate();
   const replicaSnap = replica.snapshot();
   const identical = Buffer.from(replicaSnap).equals(Buffer.from(snap));
   const restoredIdentical = Buffer.from(restored!.snapshot()).equals(Buffer.from(snap));
@@ -277,8 +296,12 @@ function main(): void {
   }
   console.log(`\nstate after the mixed phase: ${JSON.stringify(stats)}`);
   console.log(`snapshot after populate: ${start.length.toLocaleString('en-US')} bytes in ${populatedSnapshotMs.toFixed(0)} ms`);
+  const ms = (r: Row): string => `${(r.seconds * 1000).toFixed(0)} ms wall / ${(r.cpuSeconds * 1000).toFixed(0)} ms cpu`;
+  console.log(`snapshot after mixed:    ${snap.length.toLocaleString('en-US')} bytes in ${ms(snapshotRow)}`);
+  console.log(`restore of it:           ${ms(restoreRow)}`);
   console.log(
-    `snapshot after mixed:    ${snap.length.toLocaleString('en-US')} bytes in ${snapshotMs.toFixed(0)} ms; restore ${restoreMs.toFixed(0)} ms`,
+    `machine speed reference: 1M Map get+set of fresh objects took ${calibration.toFixed(0)} ms cpu ` +
+      '(about 100-150 ms on an idle modern core; scale the figures above by it)',
   );
   console.log(`apply() and applyRaw() end states byte-identical: ${identical}; restored snapshot identical: ${restoredIdentical}`);
   const outcomes = [...recorded.counts].sort((a, b) => b[1] - a[1]);
@@ -295,9 +318,12 @@ function main(): void {
       afterPopulateBytes: start.length,
       afterPopulateMs: populatedSnapshotMs,
       afterMixedBytes: snap.length,
-      afterMixedMs: snapshotMs,
-      restoreMs,
+      afterMixedMs: snapshotRow.seconds * 1000,
+      afterMixedCpuMs: snapshotRow.cpuSeconds * 1000,
+      restoreMs: restoreRow.seconds * 1000,
+      restoreCpuMs: restoreRow.cpuSeconds * 1000,
     },
+    calibrationCpuMs: calibration,
     deterministic: identical && restoredIdentical,
     stats,
     outcomes: Object.fromEntries(outcomes),
