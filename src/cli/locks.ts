@@ -1,7 +1,7 @@
 // `palisade locks`: the lock table, read linearizably through any reachable node (the
 // client protocol's `locks` op; a follower confirms with the leader before answering).
 import type { LockInfo } from '../transport/client-protocol.js';
-import { rpc, RpcError } from './rpc.js';
+import { rpc, RpcError } from '../transport/rpc.js';
 
 export interface LocksQuery {
   readonly prefix?: string;

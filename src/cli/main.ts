@@ -8,6 +8,7 @@ import { fetchStatus, formatStatus } from './status.js';
 import { watchStatus } from './status-watch.js';
 import { fetchLocks, formatLocks } from './locks.js';
 import { EXIT, electCommand, getCommand, leaderCommand, lockCommand } from './lock-commands.js';
+import { registerAdminCommands } from './admin-commands.js';
 
 const program = new Command();
 program
@@ -32,8 +33,9 @@ program
   .description('run one node of the cluster')
   .requiredOption('--config <file>', 'cluster config file')
   .requiredOption('--id <id>', 'this node\'s id in the config')
+  .option('--join <urls>', 'join the running cluster at these client URLs (a new node with an empty data directory)')
   .addOption(logLevel())
-  .action((o: { config: string; id: string; logLevel: string }) => serve(o));
+  .action((o: { config: string; id: string; logLevel: string; join?: string }) => serve(o));
 
 program
   .command('cluster')
@@ -132,6 +134,8 @@ program
   .option('--watch', 'print every change until Ctrl-C')
   .option('--json', 'print JSON lines')
   .action((name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
+
+registerAdminCommands(program, endpointsFrom);
 
 function nonNegativeInt(v: string): number {
   const n = Number(v);

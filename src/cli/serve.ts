@@ -3,16 +3,15 @@ import { pino } from 'pino';
 import { loadConfig, nodeById } from '../server/config.js';
 import { PalisadeNode } from '../server/node.js';
 
-export async function serve(opts: { config: string; id: string; logLevel: string }): Promise<void> {
+export async function serve(opts: { config: string; id: string; logLevel: string; join?: string }): Promise<void> {
   const config = loadConfig(opts.config);
   nodeById(config, opts.id);
   const logger = pino({ level: opts.logLevel, base: { node: opts.id, pid: process.pid } });
-  const node = new PalisadeNode({ config, id: opts.id, logger });
   let stopping = false;
-  const shutdown = (sig: string) => {
+  const shutdown = (why: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal: sig }, 'shutting down');
+    logger.info({ why }, 'shutting down');
     node.stop().then(
       () => process.exit(0),
       (e) => {
@@ -21,6 +20,17 @@ export async function serve(opts: { config: string; id: string; logLevel: string
       },
     );
   };
+  const join = opts.join ? opts.join.split(',').map((u) => u.trim()).filter(Boolean) : [];
+  const node = new PalisadeNode({
+    config,
+    id: opts.id,
+    logger,
+    join,
+    onRemoved: (why) => {
+      process.stderr.write(`palisade serve: ${opts.id} was ${why}; stopping\n`);
+      shutdown(why);
+    },
+  });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   try {

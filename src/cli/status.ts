@@ -1,6 +1,6 @@
 // `palisade status`: each node's view of the cluster.
 import type { NodeStatus } from '../transport/client-protocol.js';
-import { rpc } from './rpc.js';
+import { rpc } from '../transport/rpc.js';
 
 export type StatusRow = (NodeStatus & { endpoint: string }) | { endpoint: string; id: string; role: 'unreachable'; error: string };
 

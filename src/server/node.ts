@@ -5,18 +5,20 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { DEFAULT_MACHINE_CONFIG, LockMachine, encodeCommand, isMachineError, validateCommand } from '../lockfsm/index.js';
 import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
-import { RaftNode } from '../raft/index.js';
-import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
+import { RaftNode, decodeConfChange } from '../raft/index.js';
+import type { ConfChange, Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
 import { isRequestError, parseRequest } from '../transport/validate.js';
-import type { NodeStatus, Request, ServerEvent } from '../transport/client-protocol.js';
+import type { MemberInfo, NodeStatus, Request, ServerEvent } from '../transport/client-protocol.js';
 import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from './config.js';
 import { nodeById, parseWsUrl } from './config.js';
 import { NodeOps } from './http/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
+import { joinCluster } from './join.js';
 import { RaftDriver } from './raft-driver.js';
 import { ProposalLost, ProposalTimeout, ProposalTracker } from './proposals.js';
 import { AppliedWaiters, ReadIndexBatcher, ReadUnavailable } from './read-barrier.js';
@@ -35,6 +37,10 @@ export interface NodeOptions {
   readonly config: ClusterConfig;
   readonly id: NodeId;
   readonly logger: Logger;
+  /** Join the cluster at these client URLs instead of founding one from the config. */
+  readonly join?: readonly string[];
+  /** Called when the node stops for good (it was removed from the cluster). */
+  readonly onRemoved?: (why: string) => void;
 }
 
 export class PalisadeNode {
@@ -61,6 +67,9 @@ export class PalisadeNode {
   private readonly forwarded = new Map<number, { resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
   private leaderWaiters: (() => void)[] = [];
   private fwdCounter = 0;
+  private members!: MemberDirectory;
+  /** Client URLs of an existing cluster this node joins (`--join`); empty for a founding node. */
+  private readonly join: readonly string[];
   private lastSnapshotIndex = 0;
   private snapshotting = false;
   private stopping = false;
@@ -76,6 +85,22 @@ export class PalisadeNode {
     this.log = opts.logger;
     this.leases = new LeaseKeeper(opts.config.raft.electionTimeoutMs * 2);
     this.machineConfig = machineConfigFrom(opts.config);
+    this.join = opts.join ?? [];
+    this.onRemoved = opts.onRemoved ?? (() => {});
+  }
+
+  private readonly onRemoved: (why: string) => void;
+
+  /** Peers to dial at start: the members we know; a joining node asks the cluster. */
+  private async initialPeers(): Promise<Map<NodeId, string>> {
+    if (this.join.length > 0 && this.raft.log.lastIndex() === 0) {
+      const list = await joinCluster(this.join, { id: this.id, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl }, this.log);
+      for (const m of list) this.members.set(m.id, { peerUrl: m.peerUrl, clientUrl: m.clientUrl });
+      return new Map(list.filter((m) => m.id !== this.id).map((m) => [m.id, m.peerUrl]));
+    }
+    const known = new Map<NodeId, string>();
+    for (const [id, u] of this.members.entries()) if (id !== this.id) known.set(id, u.peerUrl);
+    return known;
   }
 
   // ---- lifecycle ----------------------------------------------------------------------
@@ -83,7 +108,17 @@ export class PalisadeNode {
   async start(): Promise<void> {
     this.storage = await RaftStorage.open(this.self.dataDir, { clusterId: this.cfg.clusterId, nodeId: this.id });
     const stored = await this.storage.load();
-    this.machine = stored.snapshot ? LockMachine.restore(stored.snapshot.data, this.machineConfig) : new LockMachine(this.machineConfig);
+    let { hardState, entries } = stored;
+    const emptyLog = !stored.snapshot && stored.entries.length === 0 && stored.hardState.term === 0;
+    if (emptyLog && this.join.length === 0) {
+      // A founding member of a new cluster: the log starts with the founding membership.
+      entries = bootstrapEntries(this.cfg.nodes);
+      hardState = { term: 1, vote: null, commit: entries.length };
+      await this.storage.save({ hardState, entries });
+    }
+    const snap = stored.snapshot ? unwrapSnapshot(stored.snapshot.data) : null;
+    this.machine = snap ? LockMachine.restore(snap.machine, this.machineConfig) : new LockMachine(this.machineConfig);
+    this.members = new MemberDirectory(snap?.members ?? this.cfg.nodes.map((n) => [n.id, { peerUrl: n.peerUrl, clientUrl: n.clientUrl }] as const));
     this.lastSnapshotIndex = stored.snapshot?.meta.index ?? 0;
     const { tickMs, heartbeatMs, electionTimeoutMs } = this.cfg.raft;
     this.raft = new RaftNode(
@@ -94,9 +129,10 @@ export class PalisadeNode {
         random: (n) => Math.floor(Math.random() * n),
       },
       {
-        hardState: stored.hardState,
-        conf: { voters: this.cfg.nodes.map((n) => n.id), learners: [] },
-        entries: stored.entries,
+        hardState,
+        // Membership comes from the log (bootstrap entries, conf changes) or the snapshot.
+        conf: { voters: [], learners: [] },
+        entries,
         ...(stored.snapshot ? { snapshot: stored.snapshot, applied: stored.snapshot.meta.index } : {}),
       },
     );
@@ -127,7 +163,7 @@ export class PalisadeNode {
       secret: this.cfg.secret,
       listenHost: peerAddr.host,
       listenPort: peerAddr.port,
-      peers: new Map(this.cfg.nodes.filter((n) => n.id !== this.id).map((n) => [n.id, n.peerUrl])),
+      peers: await this.initialPeers(),
       logger: this.log,
       maxFrameBytes: 64 << 20,
     });
@@ -232,9 +268,7 @@ export class PalisadeNode {
   private applyEntries(entries: readonly Entry[]): void {
     for (const e of entries) {
       if (e.type === 'conf') {
-        this.raft.applyConfChange(e.data);
-        this.machine.skip(e.index);
-        this.proposals.settle(e.index, e.term, { ok: true, result: { index: e.index } });
+        this.applyMembershipChange(e);
         continue;
       }
       if (e.data.length === 0) {
@@ -247,6 +281,26 @@ export class PalisadeNode {
       for (const ev of out.events) this.onMachineEvent(ev, e.index);
     }
     this.applied.advance(this.machine.appliedIndex);
+  }
+
+  private applyMembershipChange(e: Entry): void {
+    const cc = decodeConfChange(e.data);
+    this.members.apply(cc);
+    const conf = this.raft.applyConfChange(e.data);
+    this.machine.skip(e.index);
+    this.proposals.settle(e.index, e.term, { ok: true, result: { index: e.index } });
+    this.peers?.setPeers(this.members.peerMap(this.id, [...conf.voters, ...conf.learners]));
+    if (e.index > this.bootstrapLength()) this.log.info({ change: cc.type, member: cc.node, index: e.index, voters: conf.voters, learners: conf.learners }, 'membership changed');
+    if (cc.type === 'remove' && cc.node === this.id && !this.stopping) {
+      const why = `removed from the cluster by entry ${e.index}`;
+      this.log.warn(why + '; stopping');
+      // Let the driver finish this Ready (the leader steps down first), then stop.
+      setImmediate(() => this.onRemoved(why));
+    }
+  }
+
+  private bootstrapLength(): number {
+    return this.join.length > 0 ? 0 : this.cfg.nodes.length * 2;
   }
 
   private onMachineEvent(ev: MachineEvent, index: number): void {
@@ -272,7 +326,10 @@ export class PalisadeNode {
   }
 
   private installSnapshot(s: Snapshot): void {
-    this.machine = LockMachine.restore(s.data, this.machineConfig);
+    const snap = unwrapSnapshot(s.data);
+    this.machine = LockMachine.restore(snap.machine, this.machineConfig);
+    this.members = new MemberDirectory(snap.members);
+    this.peers.setPeers(this.members.peerMap(this.id, [...s.meta.conf.voters, ...s.meta.conf.learners]));
     this.lastSnapshotIndex = s.meta.index;
     this.proposals.failUpTo(s.meta.index);
     this.applied.advance(this.machine.appliedIndex);
@@ -292,7 +349,7 @@ export class PalisadeNode {
     try {
       const index = this.machine.appliedIndex;
       if (index <= this.lastSnapshotIndex || index > this.raft.log.applied) return this.lastSnapshotIndex;
-      const data = this.machine.snapshot();
+      const data = wrapSnapshot(this.machine.snapshot(), this.members);
       const snap = this.raft.compact(index, data, this.cfg.snapshot.keepTail);
       await this.storage.saveSnapshot(snap);
       await this.storage.compact(this.raft.log.snapshotIndex);
@@ -312,6 +369,7 @@ export class PalisadeNode {
 
   private expireDueSessions(): void {
     if (!this.leases.isActive || this.raft.role !== 'leader') return;
+    this.promoteCaughtUpLearners();
     for (const session of this.leases.due(this.now())) {
       const r = this.raft.propose(encodeCommand({ type: 'expireSession', session }));
       if (r.ok) this.log.info({ session, index: r.index }, 'session lease ran out: proposing expiry');
@@ -356,7 +414,7 @@ export class PalisadeNode {
       switch (req.op) {
         case 'hello':
           if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
-          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.members() } };
+          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })) } };
         case 'status':
           return { ok: true, result: this.status() };
         case 'attach': {
@@ -395,6 +453,12 @@ export class PalisadeNode {
         case 'unwatch':
           if (sink) this.subs.watches.remove(req.prefix, sink);
           return { ok: true, result: {} };
+        case 'members':
+        case 'addMember':
+        case 'removeMember':
+        case 'transferLeader':
+        case 'snapshot':
+          return await this.admin(req);
         default: {
           if (!WRITE_OPS.has(req.op)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
           const ans = await this.write(req as WriteRequest);
@@ -421,8 +485,8 @@ export class PalisadeNode {
 
   private leaderHint(): { id: string; clientUrl: string } | undefined {
     const l = this.raft.leader;
-    const n = l ? this.cfg.nodes.find((x) => x.id === l) : undefined;
-    return n ? { id: n.id, clientUrl: n.clientUrl } : undefined;
+    const u = l ? this.members.get(l) : undefined;
+    return l && u ? { id: l, clientUrl: u.clientUrl } : undefined;
   }
 
   /** Wait until a read index confirmed after now has been applied here. */
@@ -527,10 +591,100 @@ export class PalisadeNode {
 
   // ---- status -------------------------------------------------------------------------
 
-  private members(): { id: string; clientUrl: string }[] {
+  private memberList(): MemberInfo[] {
     const conf = this.raft.confState;
-    const ids = new Set([...conf.voters, ...conf.learners]);
-    return this.cfg.nodes.filter((n) => ids.has(n.id)).map((n) => ({ id: n.id, clientUrl: n.clientUrl }));
+    const out: MemberInfo[] = [];
+    for (const [ids, voter] of [[conf.voters, true], [conf.learners, false]] as const) {
+      for (const id of ids) {
+        const u = this.members.get(id);
+        out.push({ id, peerUrl: u?.peerUrl ?? '', clientUrl: u?.clientUrl ?? '', voter });
+      }
+    }
+    return out;
+  }
+
+  // ---- administration -----------------------------------------------------------------
+
+  private async admin(req: Extract<Request, { op: 'members' | 'addMember' | 'removeMember' | 'transferLeader' | 'snapshot' }>): Promise<Answer> {
+    switch (req.op) {
+      case 'members':
+        await this.linearizable();
+        return { ok: true, result: this.memberList() };
+      case 'snapshot':
+        return { ok: true, result: { index: await this.snapshotNow() } };
+      case 'addMember':
+      case 'removeMember':
+      case 'transferLeader':
+        if (this.raft.role !== 'leader') return this.forward(req);
+        if (req.op === 'transferLeader') return this.transferLeadership(req.to);
+        return this.changeMembership(req);
+    }
+  }
+
+  private async changeMembership(req: Extract<Request, { op: 'addMember' | 'removeMember' }>): Promise<Answer> {
+    let cc: ConfChange;
+    if (req.op === 'addMember') {
+      if (!/^[A-Za-z0-9_.-]{1,64}$/.test(req.member)) return fail('INVALID_ARGUMENT', 'member id may hold only letters, digits, ".", "_" and "-" (1-64)');
+      try {
+        parseWsUrl(req.peerUrl, 'peerUrl');
+        parseWsUrl(req.clientUrl, 'clientUrl');
+      } catch (e) {
+        return fail('INVALID_ARGUMENT', (e as Error).message);
+      }
+      const known = this.members.get(req.member);
+      const conf = this.raft.confState;
+      if ((conf.voters.includes(req.member) || conf.learners.includes(req.member)) && known?.peerUrl === req.peerUrl && known.clientUrl === req.clientUrl) {
+        return { ok: true, result: { index: 0, already: true } }; // a retried add
+      }
+      cc = { type: 'addLearner', node: req.member, context: encodeMemberContext({ peerUrl: req.peerUrl, clientUrl: req.clientUrl }) };
+    } else {
+      cc = { type: 'remove', node: req.member };
+    }
+    const r = this.raft.proposeConfChange(cc);
+    if (!r.ok) {
+      if (r.reason === 'confInvalid') return fail('CONFLICT', r.message ?? 'invalid membership change');
+      if (r.reason === 'notLeader') return this.forward(req);
+      return this.unavailable(`${r.message ?? r.reason}; retry`);
+    }
+    this.driver.kick();
+    try {
+      await this.proposals.wait(r.index, r.term);
+      return { ok: true, result: { index: r.index } };
+    } catch (e) {
+      if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry`);
+      if (e instanceof ProposalTimeout) return fail('TIMEOUT', e.message);
+      throw e;
+    }
+  }
+
+  /** Leadership transfer (thesis §3.10) to `to`, or to the most caught-up voter. */
+  private async transferLeadership(to: string | undefined): Promise<Answer> {
+    const target = to ?? this.raft.progress().filter((p) => p.id !== this.id && !p.learner).sort((a, b) => b.match - a.match)[0]?.id;
+    if (!target) return fail('CONFLICT', 'no other voter to hand leadership to');
+    if (!this.raft.transferLeader(target)) return fail('INVALID_ARGUMENT', `${target} is not a voter this leader can hand over to`);
+    this.driver.kick();
+    const deadline = this.now() + this.cfg.raft.electionTimeoutMs * 2;
+    while (this.now() < deadline) {
+      if (this.raft.role !== 'leader' && this.raft.leader !== null) return { ok: true, result: { leader: this.raft.leader } };
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return this.raft.role === 'leader'
+      ? fail('TIMEOUT', `${target} did not take over within an election timeout`)
+      : { ok: true, result: { leader: this.raft.leader } };
+  }
+
+  /** The leader promotes a learner once it holds the committed log (one change at a time). */
+  private promoteCaughtUpLearners(): void {
+    if (this.raft.role !== 'leader') return;
+    for (const p of this.raft.progress()) {
+      if (!p.learner || p.match < this.raft.log.committed) continue;
+      const r = this.raft.proposeConfChange({ type: 'promote', node: p.id });
+      if (r.ok) {
+        this.log.info({ member: p.id, index: r.index }, 'learner caught up: promoting to voter');
+        this.driver.kick();
+      }
+      return;
+    }
   }
 
   status(): NodeStatus & { lastIndex: number; snapshotIndex: number; sessions: number; driver: Record<string, number> } {

@@ -10,7 +10,7 @@
 // applies, answers and publishes a commit index only in a later Ready, after its own fsync.
 import type { Logger } from 'pino';
 import type { RaftNode } from '../raft/index.js';
-import type { Entry, Message, ReadState, Snapshot, SoftState } from '../raft/index.js';
+import type { Entry, HardState, Message, Ready, ReadState, Snapshot, SoftState } from '../raft/index.js';
 import type { RaftStorage } from '../storage/index.js';
 
 export interface DriverHooks {
@@ -37,6 +37,8 @@ export class RaftDriver {
   private stopped = false;
   private lastTick = 0;
   private idleWaiters: (() => void)[] = [];
+  /** The hard state last written, to tell a commit-only Ready from a term or vote change. */
+  private lastHard: HardState;
   /** Counters for benchmarks and metrics. */
   readonly stats = { readies: 0, fsyncBatches: 0, entriesPersisted: 0, entriesApplied: 0 };
 
@@ -48,7 +50,9 @@ export class RaftDriver {
     private readonly electionTimeoutMs: number,
     private readonly log: Logger,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.lastHard = raft.hardState();
+  }
 
   start(): void {
     this.lastTick = this.now();
@@ -87,14 +91,19 @@ export class RaftDriver {
         const late = early.length === rd.messages.length ? [] : rd.messages.filter((m) => !LEADER_MESSAGES.has(m.type));
         if (early.length) this.hooks.send(early);
         if (rd.hardState || rd.entries.length || rd.snapshot) {
+          // Entries, a snapshot, a term or a vote must be durable before the messages that
+          // depend on them; a Ready that only moves the commit index need not wait for fsync.
+          const sync = rd.entries.length > 0 || rd.snapshot !== undefined || this.termOrVoteChanged(rd);
           await this.storage.save({
             ...(rd.hardState ? { hardState: rd.hardState } : {}),
             ...(rd.snapshot ? { snapshot: rd.snapshot } : {}),
             entries: rd.entries,
+            sync,
           });
-          this.stats.fsyncBatches++;
+          if (sync) this.stats.fsyncBatches++;
           this.stats.entriesPersisted += rd.entries.length;
         }
+        if (rd.hardState) this.lastHard = rd.hardState;
         if (this.stopped) break;
         if (late.length) this.hooks.send(late);
         if (rd.softState) this.hooks.softState(rd.softState);
@@ -117,6 +126,13 @@ export class RaftDriver {
     }
     if (this.raft.hasReady() && !this.stopped) this.kick();
     else for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  private termOrVoteChanged(rd: Ready): boolean {
+    const h = rd.hardState;
+    if (!h) return false;
+    const prev = this.lastHard;
+    return h.term !== prev.term || h.vote !== prev.vote;
   }
 
   /** Resolves once no Ready is pending or being processed. */

@@ -1,8 +1,8 @@
 // One-shot requests to a node's client port, for CLI commands that need no session
 // (status, locks, get). Sessions and retries live in the SDK.
 import WebSocket from 'ws';
-import { decodeFrame, encodeFrame } from '../transport/codec.js';
-import type { Request, Response } from '../transport/client-protocol.js';
+import { decodeFrame, encodeFrame } from './codec.js';
+import type { Request, Response } from './client-protocol.js';
 
 export type RequestBody = Request extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync, openSync, readFileSync } from 'node
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { rpc } from '../../src/cli/rpc.js';
+import { rpc } from '../../src/transport/rpc.js';
 import type { NodeStatus } from '../../src/transport/client-protocol.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');

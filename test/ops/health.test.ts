@@ -2,7 +2,7 @@
 // the lock table pages, and the event stream reports changes within a second.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { rpc } from '../../src/cli/rpc.js';
+import { rpc } from '../../src/transport/rpc.js';
 import { TestCluster, until } from '../integration/cluster-harness.js';
 import { getJson, SseReader } from './helpers.js';
 

@@ -1,0 +1,72 @@
+// Operator commands: membership, leadership transfer and snapshots.
+import type { Command } from 'commander';
+import { rpc, RpcError } from '../transport/rpc.js';
+import type { MemberInfo } from '../transport/client-protocol.js';
+import type { RequestBody } from '../transport/rpc.js';
+
+/** Ask each endpoint in turn until one answers (any node forwards to the leader). */
+async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
+  let last: Error = new Error('no endpoints');
+  for (const url of endpoints) {
+    try {
+      return await rpc<T>(url, body, timeoutMs);
+    } catch (e) {
+      last = e as Error;
+      if (e instanceof RpcError && !['UNAVAILABLE', 'TIMEOUT', 'NOT_LEADER'].includes(e.code)) throw e;
+    }
+  }
+  throw last;
+}
+
+export function registerAdminCommands(program: Command, endpointsFrom: (opt: string | undefined) => string[]): void {
+  const member = program.command('member').description('list, add and remove cluster members (the membership in effect is the one in the log)');
+  member
+    .command('list')
+    .description('list members with their URLs and whether each votes')
+    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .option('--json', 'print JSON')
+    .action(async (o: { endpoints?: string; json?: boolean }) => {
+      const list = await ask<MemberInfo[]>(endpointsFrom(o.endpoints), { op: 'members' });
+      if (o.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+      else for (const m of list) process.stdout.write(`${m.id}  ${m.voter ? 'voter  ' : 'learner'}  peer ${m.peerUrl}  client ${m.clientUrl}\n`);
+    });
+  member
+    .command('add')
+    .description('add a node as a learner; the leader promotes it to voter once it has caught up. Then start it with: palisade serve --id ID --join URLS')
+    .argument('<id>', 'the new node\'s id')
+    .requiredOption('--peer-url <url>', 'its peer URL (ws://host:port)')
+    .requiredOption('--client-url <url>', 'its client URL (ws://host:port)')
+    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .action(async (id: string, o: { peerUrl: string; clientUrl: string; endpoints?: string }) => {
+      const r = await ask<{ index: number }>(endpointsFrom(o.endpoints), { op: 'addMember', member: id, peerUrl: o.peerUrl, clientUrl: o.clientUrl });
+      process.stdout.write(`added ${id} as a learner (entry ${r.index})\n`);
+    });
+  member
+    .command('remove')
+    .description('remove a member (a removed leader steps down; a removed node stops)')
+    .argument('<id>', 'the member to remove')
+    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .action(async (id: string, o: { endpoints?: string }) => {
+      const r = await ask<{ index: number }>(endpointsFrom(o.endpoints), { op: 'removeMember', member: id });
+      process.stdout.write(`removed ${id} (entry ${r.index})\n`);
+    });
+
+  program
+    .command('transfer-leader')
+    .description('hand leadership to another voter (default: the most caught-up one)')
+    .argument('[id]', 'the voter to hand leadership to')
+    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .action(async (id: string | undefined, o: { endpoints?: string }) => {
+      const r = await ask<{ leader: string }>(endpointsFrom(o.endpoints), { op: 'transferLeader', ...(id ? { to: id } : {}) });
+      process.stdout.write(`leader is now ${r.leader}\n`);
+    });
+
+  program
+    .command('snapshot')
+    .description('snapshot one node\'s state now and compact its log')
+    .requiredOption('--endpoint <url>', 'the node to snapshot (its client URL)')
+    .action(async (o: { endpoint: string }) => {
+      const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000);
+      process.stdout.write(`snapshot at index ${r.index}\n`);
+    });
+}

@@ -1,0 +1,203 @@
+// A cluster of real `palisade serve` processes (from dist/) for chaos runs. Unlike the
+// integration harness, every node gets a config file of its own, in which the peerUrl of
+// every other node is a fault proxy dedicated to that directed pair (see proxy.ts): the
+// nemesis can then cut any link silently. Client URLs stay direct.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, closeSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { rpc } from '../../src/transport/rpc.js';
+import type { NodeStatus } from '../../src/transport/client-protocol.js';
+import { CLI, freePort, sleep } from '../integration/cluster-harness.js';
+import { ProxyMesh } from './proxy.js';
+
+export interface ClusterTiming {
+  readonly raft: { readonly tickMs: number; readonly heartbeatMs: number; readonly electionTimeoutMs: number };
+  readonly sessions: { readonly defaultTtlMs: number; readonly minTtlMs: number; readonly maxTtlMs: number; readonly lockDelayMs: number };
+  readonly snapshot: { readonly entries: number; readonly keepTail: number };
+}
+
+export interface ClusterOptions extends ClusterTiming {
+  readonly nodes: number;
+  /** LevelDB directories and the generated configs. */
+  readonly dataDir: string;
+  /** One log file per node. */
+  readonly logDir: string;
+}
+
+interface NodeSpec {
+  readonly id: string;
+  readonly peerPort: number;
+  readonly clientUrl: string;
+  readonly dataDir: string;
+  readonly configPath: string;
+}
+
+const START_TIMEOUT_MS = 20_000;
+
+export class ChaosCluster {
+  readonly ids: readonly string[];
+  readonly mesh: ProxyMesh;
+  private readonly specs: ReadonlyMap<string, NodeSpec>;
+  private readonly procs = new Map<string, ChildProcess>();
+  private readonly paused = new Set<string>();
+  private readonly logDir: string;
+
+  private constructor(specs: NodeSpec[], mesh: ProxyMesh, logDir: string) {
+    this.specs = new Map(specs.map((s) => [s.id, s]));
+    this.ids = specs.map((s) => s.id);
+    this.mesh = mesh;
+    this.logDir = logDir;
+  }
+
+  static async create(options: ClusterOptions): Promise<ChaosCluster> {
+    mkdirSync(options.dataDir, { recursive: true });
+    mkdirSync(options.logDir, { recursive: true });
+    const specs: NodeSpec[] = [];
+    for (let i = 1; i <= options.nodes; i++) {
+      const id = `n${i}`;
+      specs.push({
+        id,
+        peerPort: await freePort(),
+        clientUrl: `ws://127.0.0.1:${await freePort()}`,
+        dataDir: join(options.dataDir, id),
+        configPath: join(options.dataDir, `${id}.config.json`),
+      });
+    }
+    const mesh = await ProxyMesh.create(new Map(specs.map((s) => [s.id, s.peerPort])));
+    for (const self of specs) {
+      const config = {
+        clusterId: 'palisade-chaos',
+        secret: 'chaos-test-secret-0123456789abcdef',
+        nodes: specs.map((n) => ({
+          id: n.id,
+          // A node listens on its own real port and reaches every other node through the
+          // proxy for that directed pair.
+          peerUrl: n.id === self.id ? `ws://127.0.0.1:${n.peerPort}` : mesh.urlFor(self.id, n.id),
+          clientUrl: n.clientUrl,
+          dataDir: n.dataDir,
+        })),
+        raft: options.raft,
+        sessions: options.sessions,
+        snapshot: options.snapshot,
+      };
+      writeFileSync(self.configPath, JSON.stringify(config, null, 2));
+    }
+    return new ChaosCluster(specs, mesh, options.logDir);
+  }
+
+  get endpoints(): string[] {
+    return this.ids.map((id) => this.spec(id).clientUrl);
+  }
+
+  isRunning(id: string): boolean {
+    return this.procs.has(id);
+  }
+
+  isPaused(id: string): boolean {
+    return this.paused.has(id);
+  }
+
+  /** Nodes that run and are not paused. */
+  get responsive(): string[] {
+    return this.ids.filter((id) => this.isRunning(id) && !this.isPaused(id));
+  }
+
+  /** Starts a node; resolves once its client port answers. */
+  async start(id: string): Promise<void> {
+    const spec = this.spec(id);
+    const log = openSync(join(this.logDir, `${id}.log`), 'a');
+    const p = spawn(process.execPath, [CLI, 'serve', '--config', spec.configPath, '--id', id, '--log-level', 'info'], {
+      stdio: ['ignore', log, log],
+    });
+    closeSync(log);
+    this.procs.set(id, p);
+    p.on('exit', () => {
+      if (this.procs.get(id) === p) this.procs.delete(id);
+      this.paused.delete(id);
+    });
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    for (;;) {
+      if (p.exitCode !== null || p.signalCode !== null) throw new Error(`node ${id} exited at start-up (see ${id}.log)`);
+      if ((await this.status(id, 500)) !== null) return;
+      if (Date.now() > deadline) throw new Error(`node ${id} did not come up within ${START_TIMEOUT_MS} ms`);
+      await sleep(50);
+    }
+  }
+
+  async startAll(): Promise<void> {
+    await Promise.all(this.ids.map((id) => this.start(id)));
+  }
+
+  /** SIGKILL; resolves once the process is gone. */
+  async kill(id: string): Promise<void> {
+    const p = this.procs.get(id);
+    if (!p) return;
+    const exited = new Promise<void>((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', () => r())));
+    p.kill('SIGKILL');
+    await exited;
+  }
+
+  pause(id: string): void {
+    const p = this.procs.get(id);
+    if (!p || this.paused.has(id)) return;
+    p.kill('SIGSTOP');
+    this.paused.add(id);
+  }
+
+  resume(id: string): void {
+    const p = this.procs.get(id);
+    this.paused.delete(id);
+    p?.kill('SIGCONT');
+  }
+
+  async status(id: string, timeoutMs = 1_000): Promise<NodeStatus | null> {
+    try {
+      return await rpc<NodeStatus>(this.spec(id).clientUrl, { op: 'status' }, timeoutMs);
+    } catch {
+      return null;
+    }
+  }
+
+  async statuses(timeoutMs = 1_000): Promise<NodeStatus[]> {
+    const all = await Promise.all(this.responsive.map((id) => this.status(id, timeoutMs)));
+    return all.filter((s): s is NodeStatus => s !== null);
+  }
+
+  /** The node that claims leadership in the highest term, among those that answer. */
+  async currentLeader(): Promise<string | null> {
+    const leaders = (await this.statuses(500)).filter((s) => s.role === 'leader');
+    leaders.sort((a, b) => b.term - a.term);
+    return leaders[0]?.id ?? null;
+  }
+
+  /** Waits until every responsive node names the same leader in the same term. */
+  async waitForLeader(timeoutMs: number): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const ss = await this.statuses(500);
+      const leader = ss.find((s) => s.role === 'leader');
+      if (leader && ss.length === this.responsive.length && ss.every((s) => s.leader === leader.id && s.term === leader.term)) return leader.id;
+      if (Date.now() > deadline) throw new Error(`no agreed leader within ${timeoutMs} ms: ${JSON.stringify(ss.map((s) => [s.id, s.role, s.term, s.leader]))}`);
+      await sleep(50);
+    }
+  }
+
+  /** Ends every fault: links healed, paused nodes resumed, killed nodes started again. */
+  async healAll(): Promise<void> {
+    this.mesh.healAll();
+    for (const id of [...this.paused]) this.resume(id);
+    await Promise.all(this.ids.filter((id) => !this.isRunning(id)).map((id) => this.start(id)));
+  }
+
+  async stop(): Promise<void> {
+    for (const id of [...this.paused]) this.resume(id);
+    await Promise.all(this.ids.map((id) => this.kill(id)));
+    await this.mesh.close();
+  }
+
+  private spec(id: string): NodeSpec {
+    const s = this.specs.get(id);
+    if (!s) throw new Error(`no node ${id}`);
+    return s;
+  }
+}
