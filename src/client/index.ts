@@ -1,5 +1,17 @@
 // palisade/client: the SDK. Connect, take locks that carry fencing tokens, run elections,
 // and keep small fenced state; FenceGuard is re-exported for the resources that check tokens.
+//
+//   const client = await LockClient.connect({ endpoints: ['ws://10.0.0.1:7001', 'ws://10.0.0.2:7001'] });
+//   await client.withLock('reports/daily', { waitMs: 5_000 }, async (lock) => {
+//     await storage.write(data, { fencingToken: lock.token, signal: lock.signal });
+//   });
+//   await client.close();
+//
+// Timing: one session per client, TTL `ttlMs` (default 15 s), kept alive every TTL/3. A
+// lock's `signal` aborts at the client's safe deadline = send time of the last acknowledged
+// keepalive + TTL × (1 − maxClockDrift, default 1 %) − margin (default max(50 ms, 5 % TTL)),
+// so the client stops believing before the cluster can have expired the session. Timing is
+// politeness; the token, checked by the resource, is safety.
 export { LockClient, type LockClientOptions, type ReadOptions } from './client.js';
 export { Lock, type AcquireOptions, type TryAcquireOptions, type LockPutOptions } from './lock.js';
 export {

@@ -221,11 +221,6 @@ export class SessionManager {
     if (s && s.id === sessionId) this.endSession(s, new SessionExpiredError('the session expired on the server'), false);
   }
 
-  /** The session answered UNKNOWN_SESSION somewhere else (a read, an attach). */
-  unknownToServer(session: Session): void {
-    this.endSession(session, new SessionExpiredError('the cluster no longer knows the session'), false);
-  }
-
   /** Closes the session on the cluster (releasing its locks) and stops the timers. */
   async close(): Promise<void> {
     if (this.closed) return;
