@@ -301,7 +301,7 @@ function main(): void {
   console.log(`restore of it:           ${ms(restoreRow)}`);
   console.log(
     `machine speed reference: 1M Map get+set of fresh objects took ${calibration.toFixed(0)} ms cpu ` +
-      '(about 100-150 ms on an idle modern core; scale the figures above by it)',
+      '(typically 100-200 ms on an idle modern core; scale the figures above by it)',
   );
   console.log(`apply() and applyRaw() end states byte-identical: ${identical}; restored snapshot identical: ${restoredIdentical}`);
   const outcomes = [...recorded.counts].sort((a, b) => b[1] - a[1]);
