@@ -173,11 +173,13 @@ export function check(history: readonly Operation[], options: CheckOptions = {})
         stats: stats(),
       };
     }
-    const shrunk = shrinkFailure(object.ref, object.ops, {
-      stepsPerProbe: Math.max(100_000, opts.maxSteps),
-      maxSteps: opts.shrinkMaxSteps,
-      deadline: performance.now() + opts.shrinkMaxMs,
-    });
+    const hint = outcome.stuck === undefined ? undefined : compiled.sources[outcome.stuck];
+    const shrunk = shrinkFailure(
+      object.ref,
+      object.ops,
+      { stepsPerProbe: Math.max(100_000, opts.maxSteps), maxSteps: opts.shrinkMaxSteps, deadline: performance.now() + opts.shrinkMaxMs },
+      hint,
+    );
     const diagnosis = explain(shrunk.diagnosis, shrunk.diagnosisSources);
     const others = object.ops.length - shrunk.window.length;
     let reason =

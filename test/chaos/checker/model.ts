@@ -266,12 +266,15 @@ export function describeLockState(s: LockState): string {
 //   free:<s>     operations that can free s's hold (release, expiry)
 //   holds:<s>    operations that need s to hold the lock (release, proclaim)
 //   grant, grant:<s>, grantX, grantX:<s>   grants (X: exclusive), overall and per session
+//   grantT:[s,t], grantU:<s>   grants of s with token t, and with a token never seen
 //   observe, shows:<s>   reads of holders / leader, overall and those that show s
 //   refuse       refused tryAcquires
 const ACT = 'act:';
 const FREE = 'free:';
 const HOLDS = 'holds:';
 const GRANT_BY = 'grant:';
+const GRANT_UNSEEN = 'grantU:';
+const grantTokenTag = (session: string, token: number): string => `grantT:${JSON.stringify([session, token])}`;
 const GRANT_X_BY = 'grantX:';
 const SHOWS = 'shows:';
 
@@ -279,8 +282,8 @@ export function lockOpTags(op: LockModelOp): readonly string[] {
   switch (op.type) {
     case 'grant':
       return op.mode === 'exclusive'
-        ? [ACT + op.session, 'grant', GRANT_BY + op.session, 'grantX', GRANT_X_BY + op.session]
-        : [ACT + op.session, 'grant', GRANT_BY + op.session];
+        ? [ACT + op.session, 'grant', GRANT_BY + op.session, 'grantX', GRANT_X_BY + op.session, grantIdentityTag(op.session, op.token)]
+        : [ACT + op.session, 'grant', GRANT_BY + op.session, grantIdentityTag(op.session, op.token)];
     case 'proclaim':
       return [ACT + op.session, HOLDS + op.session];
     case 'release':
@@ -301,10 +304,28 @@ function isStuck(h: Holder, pending: PendingView): boolean {
   return pending.count(FREE + h.session) === 0;
 }
 
+function grantIdentityTag(session: string, token: number | null): string {
+  return token === null ? GRANT_UNSEEN + session : grantTokenTag(session, token);
+}
+
+/**
+ * Whether `session` may hold the lock with `token` (null: any token) now or later: it
+ * has not expired, and it holds such a grant now (a grant whose token was never seen
+ * matches any), or a grant that could produce one is pending.
+ */
+function canStillHold(s: LockState, session: string, token: number | null, pending: PendingView): boolean {
+  if (s.expired.includes(session)) return false;
+  const i = holderIndex(s.holders, session);
+  if (i >= 0 && tokenMatches(s.holders[i]!.token, token)) return true;
+  if (token === null) return pending.count(GRANT_BY + session) > 0;
+  return pending.count(grantTokenTag(session, token)) > 0 || pending.count(GRANT_UNSEEN + session) > 0;
+}
+
 /**
  * Monotone facts make operations impossible for good: an expired session never holds
- * again; nextToken never decreases (so a fresh grant below it never happens); and a
- * holder with no pending release or expiry holds until the end.
+ * again, nor does one that holds nothing with no grant of it pending; nextToken never
+ * decreases (so a fresh grant below it never happens); and a holder with no pending
+ * release or expiry holds until the end.
  */
 export function isLockOpDead(s: LockState, op: LockModelOp, pending: PendingView): boolean {
   switch (op.type) {
@@ -322,11 +343,11 @@ export function isLockOpDead(s: LockState, op: LockModelOp, pending: PendingView
     }
     case 'release':
     case 'proclaim':
-      return s.expired.includes(op.session);
+      return !canStillHold(s, op.session, op.token, pending);
     case 'expire':
       return false; // an expiry can always happen (a repeated one is a no-op)
     case 'read': {
-      for (const seen of op.holders) if (s.expired.includes(seen.session)) return true;
+      for (const seen of op.holders) if (!canStillHold(s, seen.session, seen.token, pending)) return true;
       for (const h of s.holders) {
         if (!isStuck(h, pending)) continue;
         let shown = false;
@@ -336,7 +357,7 @@ export function isLockOpDead(s: LockState, op: LockModelOp, pending: PendingView
       return false;
     }
     case 'readLeader':
-      if (op.leader !== null && s.expired.includes(op.leader.session)) return true;
+      if (op.leader !== null && !canStillHold(s, op.leader.session, op.leader.token, pending)) return true;
       for (const h of s.holders) if (isStuck(h, pending) && h.session !== op.leader?.session) return true;
       return false;
     case 'refuse':

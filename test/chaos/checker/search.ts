@@ -70,7 +70,13 @@ export interface Diagnosis {
 
 export type SearchOutcome =
   | { readonly verdict: 'linearizable'; readonly steps: number; readonly order: readonly number[] }
-  | { readonly verdict: 'not-linearizable'; readonly steps: number; readonly diagnosis?: Diagnosis }
+  | {
+      readonly verdict: 'not-linearizable';
+      readonly steps: number;
+      /** The definite operation at which the deepest branch died, when one did (a hint for shrinking). */
+      readonly stuck?: number;
+      readonly diagnosis?: Diagnosis;
+    }
   | { readonly verdict: 'budget'; readonly steps: number; readonly reason: string };
 
 export interface SearchOptions {
@@ -234,6 +240,14 @@ export function searchLinearization<S, O>(
   let steps = 0;
   let best: Diagnosis | undefined;
   let bestDepth = -1;
+  let bestStuck = -1;
+  // The deepest point at which a definite operation could not take effect.
+  const noteStuck = (i: number): void => {
+    if (linearizedCount <= bestDepth) return;
+    bestDepth = linearizedCount;
+    bestStuck = i;
+    if (options.diagnose) best = { prefix: currentOrder(), stuck: i, state: model.describe(state) };
+  };
 
   const currentOrder = (): number[] => {
     const order: number[] = [];
@@ -258,6 +272,17 @@ export function searchLinearization<S, O>(
     lift(i);
     return true;
   };
+
+  // A definite operation dead from the start (a release by a session that never holds,
+  // a read of a holder that never was) settles the verdict without any search.
+  if (model.isDead !== undefined) {
+    for (let i = 0; i < n; i++) {
+      const op = ops[i]!;
+      if (op.optional || !model.isDead(state, op.op, pending) || (gatesOpen(op) && model.step(state, op.op).ok)) continue;
+      if (!options.diagnose) return { verdict: 'not-linearizable', steps, stuck: i };
+      return { verdict: 'not-linearizable', steps, stuck: i, diagnosis: { prefix: [], stuck: i, state: model.describe(state) } };
+    }
+  }
 
   let entry = next[0]!;
   for (;;) {
@@ -307,7 +332,9 @@ export function searchLinearization<S, O>(
           }
         }
         if (dead && !accepted) {
-          backtrack = true; // a definite operation that can never take effect: this branch is lost
+          // A definite operation that can never take effect: this branch is lost.
+          noteStuck(i);
+          backtrack = true;
         } else {
           entry = next[call]!;
           continue;
@@ -326,10 +353,7 @@ export function searchLinearization<S, O>(
       backtrack = true;
     } else {
       // A definite operation's window closes unlinearized.
-      if (options.diagnose && linearizedCount > bestDepth) {
-        bestDepth = linearizedCount;
-        best = { prefix: currentOrder(), stuck: i, state: model.describe(state) };
-      }
+      noteStuck(i);
       backtrack = true;
     }
 
@@ -337,7 +361,10 @@ export function searchLinearization<S, O>(
       // Undo choices until one leaves a later call to try. A dropped operation was the
       // last alternative at its level, so undoing it backtracks further.
       for (;;) {
-        if (depth === 0) return best === undefined ? { verdict: 'not-linearizable', steps } : { verdict: 'not-linearizable', steps, diagnosis: best };
+        if (depth === 0) {
+          const stuck = bestStuck >= 0 ? { stuck: bestStuck } : {};
+          return best === undefined ? { verdict: 'not-linearizable', steps, ...stuck } : { verdict: 'not-linearizable', steps, ...stuck, diagnosis: best };
+        }
         depth--;
         const j = frameOp[depth]!;
         state = frameState[depth]!;

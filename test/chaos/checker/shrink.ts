@@ -8,9 +8,11 @@
 // acknowledged operations cannot all have happened as recorded.
 //
 // Two stages:
-//  1. Cut the history at the first instant T at which it is already non-linearizable
+//  1. Cut the history at an instant T at which it is already non-linearizable
 //     (operations invoked after T are dropped; those still in flight at T may or may not
-//     have happened). Failing at T implies failing at every later T, so binary search.
+//     have happened): the completion of the operation the search got stuck on if that
+//     works, else the first such instant — failing at T implies failing at every later T,
+//     so binary search.
 //  2. Delta debugging (Zeller's ddmin, complement removal) over the operations that
 //     completed by T, with the predicate "still fails when the rest is relaxed".
 
@@ -63,7 +65,12 @@ export function windowView(ops: readonly Operation[], cutoffMs: number, window: 
   );
 }
 
-export function shrinkFailure(ref: ObjectRef, ops: readonly Operation[], budget: ShrinkBudget): ShrinkResult {
+/**
+ * `hint`: an operation the full search got stuck on, if known. It is likely part of the
+ * failure, so the cut-off at its completion is tried first and ddmin removes it last —
+ * removals that keep the culprit fail fast, removals that drop it need a full search.
+ */
+export function shrinkFailure(ref: ObjectRef, ops: readonly Operation[], budget: ShrinkBudget, hint?: Operation): ShrinkResult {
   let steps = 0;
   let exhausted = false;
   // A probe that runs out of budget counts as "does not fail": we then keep the larger,
@@ -86,6 +93,14 @@ export function shrinkFailure(ref: ObjectRef, ops: readonly Operation[], budget:
   const cutoffs = [...new Set(ops.filter((o) => o.outcome === 'ok').map((o) => o.completeMs!))].sort((a, b) => a - b);
   let lo = 0;
   let hi = cutoffs.length - 1; // the whole history is known to fail
+  if (hint !== undefined && hint.outcome === 'ok') {
+    // Usually the failure shows as soon as the stuck operation completes. Then take that
+    // cut-off as it is: the earliest one would mostly save background, while finding it
+    // costs full searches of the (linearizable) earlier prefixes.
+    const at = cutoffs.indexOf(hint.completeMs!);
+    if (at === hi || (at >= 0 && at < hi && fails(truncated(cutoffs[at]!)))) lo = hi = at;
+    else if (at >= 0 && at < hi) lo = at + 1;
+  }
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (fails(truncated(cutoffs[mid]!))) hi = mid;
@@ -102,8 +117,17 @@ export function shrinkFailure(ref: ObjectRef, ops: readonly Operation[], budget:
   let granularity = 2;
   while (window.length >= 2 && !exhausted) {
     const chunkSize = Math.ceil(window.length / granularity);
+    const starts: number[] = [];
+    for (let start = 0; start < window.length; start += chunkSize) starts.push(start);
+    const hinted = hint === undefined ? -1 : window.indexOf(hint);
+    if (hinted >= 0) {
+      const mine = Math.floor(hinted / chunkSize) * chunkSize;
+      starts.splice(starts.indexOf(mine), 1);
+      starts.push(mine);
+    }
     let reduced = false;
-    for (let start = 0; start < window.length && !exhausted; start += chunkSize) {
+    for (const start of starts) {
+      if (exhausted) break;
       const complement = [...window.slice(0, start), ...window.slice(start + chunkSize)];
       if (complement.length > 0 && fails(viewWith(complement))) {
         window = complement;
