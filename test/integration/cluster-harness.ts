@@ -71,7 +71,31 @@ export class TestCluster {
       snapshot: { entries: 20000, keepTail: 5000, ...opts.snapshot },
     };
     writeFileSync(c.configPath, JSON.stringify(config, null, 2));
+    c.baseConfig = { ...config, nodes: [...c.nodes] };
     return c;
+  }
+
+  private baseConfig: Record<string, unknown> & { nodes: NodeInfo[] } = { nodes: [] };
+  private readonly joiners = new Set<string>();
+
+  /** Describe a new node (not a founding member): it starts with `--join` and its own
+   *  config file, which lists the founding members and itself. */
+  async addNodeSpec(id: string): Promise<NodeInfo> {
+    const n: NodeInfo = {
+      id,
+      peerUrl: `ws://127.0.0.1:${await freePort()}`,
+      clientUrl: `ws://127.0.0.1:${await freePort()}`,
+      httpUrl: `http://127.0.0.1:${await freePort()}`,
+      dataDir: join(this.dir, id),
+    };
+    this.nodes.push(n);
+    this.joiners.add(id);
+    writeFileSync(this.configFile(id), JSON.stringify({ ...this.baseConfig, nodes: [...this.baseConfig.nodes, n] }, null, 2));
+    return n;
+  }
+
+  private configFile(id: string): string {
+    return this.joiners.has(id) ? join(this.dir, `${id}.config.json`) : this.configPath;
   }
 
   get endpoints(): string[] {
@@ -85,9 +109,10 @@ export class TestCluster {
   }
 
   /** Start one node; resolves once its client port answers. */
-  async start(id: string): Promise<ChildProcess> {
+  async start(id: string, opts: { join?: string[] } = {}): Promise<ChildProcess> {
     const log = openSync(join(this.dir, `${id}.log`), 'a');
-    const p = spawn(process.execPath, [CLI, 'serve', '--config', this.configPath, '--id', id, '--log-level', 'info'], {
+    const join_ = opts.join ? ['--join', opts.join.join(',')] : [];
+    const p = spawn(process.execPath, [CLI, 'serve', '--config', this.configFile(id), '--id', id, '--log-level', 'info', ...join_], {
       stdio: ['ignore', log, log],
     });
     this.procs.set(id, p);
