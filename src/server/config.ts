@@ -43,6 +43,8 @@ export interface TokenConfig {
   readonly prefixes: readonly string[] | null;
   /** May read, open sessions and keep them alive, but change no lock, election, key or op. */
   readonly readOnly: boolean;
+  /** May change the cluster: addMember, removeMember, transferLeader, snapshot. */
+  readonly admin: boolean;
 }
 
 /** Client authentication; absent from the file = off (every client is trusted). */
@@ -295,7 +297,10 @@ function authSection(raw: Obj): AuthConfig | null {
       });
       if (prefixes.includes('')) prefixes = null; // "" matches every name
     }
-    return { name, token, prefixes, readOnly: bool(t, 'readOnly', `${f}.readOnly`, false) };
+    const readOnly = bool(t, 'readOnly', `${f}.readOnly`, false);
+    const admin = bool(t, 'admin', `${f}.admin`, false);
+    if (readOnly && admin) throw new ConfigError(`${f}.admin`, 'a read-only token cannot be an admin token');
+    return { name, token, prefixes, readOnly, admin };
   });
   return { tokens };
 }

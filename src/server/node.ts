@@ -17,6 +17,9 @@ import type { ClusterConfig, NodeConfig } from './config.js';
 import { nodeById, parseWsUrl } from './config.js';
 import { NodeOps } from './http/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { ClientGate } from './client-gate.js';
+import { clientPortLimits } from './limits.js';
+import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
 import { joinCluster } from './join.js';
 import { RaftDriver } from './raft-driver.js';
@@ -26,7 +29,6 @@ import { Subscriptions, type EventSink } from './subscriptions.js';
 import { answerFor, commandFor, fail, freeLock, wireElection, wireEvent, wireLock, type Answer, type WriteRequest } from './wire.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
-const MAX_FRAME_BYTES = 4 << 20;
 
 /** Peer application frames: a follower forwards client requests to the leader. */
 type PeerApp =
@@ -76,6 +78,8 @@ export class PalisadeNode {
   private expiryTimer: NodeJS.Timeout | null = null;
   /** Metrics, health checks and the status page; null when the node has no httpUrl. */
   private ops: NodeOps | null = null;
+  /** Authentication, permissions and per-request limits of client requests (client-gate.ts). */
+  private readonly gate: ClientGate;
   private readonly now = () => performance.now();
 
   constructor(opts: NodeOptions) {
@@ -85,6 +89,7 @@ export class PalisadeNode {
     this.log = opts.logger;
     this.leases = new LeaseKeeper(opts.config.raft.electionTimeoutMs * 2);
     this.machineConfig = machineConfigFrom(opts.config);
+    this.gate = new ClientGate(opts.config, opts.logger, () => this.machine);
     this.join = opts.join ?? [];
     this.onRemoved = opts.onRemoved ?? (() => {});
   }
@@ -166,6 +171,7 @@ export class PalisadeNode {
       peers: await this.initialPeers(),
       logger: this.log,
       maxFrameBytes: 64 << 20,
+      ...peerPortTls(this.cfg, this.id),
     });
     this.peers.on('raft', (from: NodeId, msgs: readonly Message[]) => {
       this.ops?.onRaftReceived(from, msgs);
@@ -179,7 +185,8 @@ export class PalisadeNode {
     this.clients = new ClientServer({
       host: clientAddr.host,
       port: clientAddr.port,
-      maxFrameBytes: MAX_FRAME_BYTES,
+      ...clientPortLimits(this.cfg.limits),
+      ...clientPortTls(this.cfg, this.id),
       logger: this.log,
       onConnection: (conn) => this.onClientConnection(conn),
     });
@@ -194,6 +201,7 @@ export class PalisadeNode {
       await this.ops.start();
     }
 
+    this.gate.announce();
     this.driver.start();
     this.expiryTimer = setInterval(() => this.expireDueSessions(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
     this.log.info(
@@ -393,10 +401,13 @@ export class PalisadeNode {
   // ---- requests -----------------------------------------------------------------------
 
   private onClientConnection(conn: ClientConnection): void {
-    const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => conn.send(e) };
+    const gate = this.gate.open(conn);
+    const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => gate.showsEvent(e) && conn.send(e) };
     this.sinks.set(conn, sink);
     conn.on('request', (req) => {
-      void this.handle(req, sink).then((ans) => {
+      const refused = gate.admit(req);
+      void (refused ? Promise.resolve(fail(refused.code, refused.message)) : this.handle(req, sink)).then((ans) => {
+        gate.observe(req, ans);
         if (!ans.ok) this.ops?.onRejected(ans.error.code);
         conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
       });

@@ -1,0 +1,106 @@
+// Bounds on what one client may ask of a node, beyond those the lock machine enforces
+// itself. Frame size, unread bytes, rate and connections per address are the client
+// port's (src/transport/client-server.ts); this module maps the config onto them and checks
+// the rest per request: name lengths, sessions per connection, and per-session and per-lock
+// counts against the node's applied state.
+//
+// The counts are checked where the request enters the cluster, against that node's applied
+// state, before the request is proposed. They are soft bounds: requests in flight at the
+// same moment can overshoot by their number. The lock machine's own maxLocksPerSession
+// (held + waits + elections, 10,000) is the hard one, applied identically by every node.
+import type { ClientServerOptions } from '../transport/client-server.js';
+import type { Request, WireError } from '../transport/client-protocol.js';
+import type { ClientLimitsConfig } from './config.js';
+
+/** The parts of the lock machine the checks read (LockMachine satisfies it). */
+export interface MachineView {
+  session(id: number): { readonly locks: readonly { readonly name: string }[]; readonly waits: readonly { readonly name: string }[] } | null;
+  lock(name: string): { readonly holders: readonly unknown[]; readonly waiters: readonly unknown[]; readonly delayed: boolean } | null;
+}
+
+/** The client port's share of the limits. */
+export function clientPortLimits(l: ClientLimitsConfig): Pick<
+  ClientServerOptions,
+  'maxFrameBytes' | 'maxBufferedBytes' | 'requestsPerSecond' | 'requestBurst' | 'maxConnectionsPerAddress'
+> {
+  return {
+    maxFrameBytes: l.maxFrameBytes,
+    maxBufferedBytes: l.maxBufferedBytes,
+    requestsPerSecond: l.requestsPerSecond,
+    requestBurst: l.requestBurst,
+    maxConnectionsPerAddress: l.maxConnectionsPerAddress,
+  };
+}
+
+const limitExceeded = (message: string): WireError => ({ code: 'LIMIT_EXCEEDED', message });
+
+/** Lock, election and fence-lock names longer than maxNameBytes. */
+export function nameLengthProblem(l: ClientLimitsConfig, req: Request): WireError | null {
+  const names: [string, string][] = [];
+  if ('name' in req) names.push(['name', req.name]);
+  if ('election' in req) names.push(['election', req.election]);
+  if ('fence' in req && req.fence) names.push(['fence.lock', req.fence.lock]);
+  for (const [field, name] of names) {
+    const bytes = Buffer.byteLength(name, 'utf8');
+    if (bytes > l.maxNameBytes) {
+      return { code: 'INVALID_ARGUMENT', message: `${req.op}.${field} is ${bytes} bytes, over the limit of ${l.maxNameBytes} (limits.maxNameBytes)` };
+    }
+  }
+  return null;
+}
+
+/** Locks held and waited for per session, and waiters per lock, for an acquire. */
+export function acquireLimitProblem(l: ClientLimitsConfig, req: Request, machine: MachineView): WireError | null {
+  if (req.op !== 'acquire') return null;
+  const session = machine.session(req.session);
+  if (!session) return null; // the machine answers UNKNOWN_SESSION
+  // A retry, or an acquire of a lock the session already has or awaits: the machine answers
+  // it from what it has (the first grant, the same queue place), so no count grows.
+  if (session.locks.some((x) => x.name === req.name) || session.waits.some((x) => x.name === req.name)) return null;
+  if (session.locks.length >= l.maxLocksPerSession) {
+    return limitExceeded(`session ${req.session} holds ${session.locks.length} locks, the limit (limits.maxLocksPerSession); release some first`);
+  }
+  if (!req.wait) return null;
+  const lock = machine.lock(req.name);
+  const wouldQueue = lock !== null && (lock.holders.length > 0 || lock.waiters.length > 0 || lock.delayed);
+  if (!wouldQueue) return null;
+  if (session.waits.length >= l.maxWaitsPerSession) {
+    return limitExceeded(`session ${req.session} already waits for ${session.waits.length} locks, the limit (limits.maxWaitsPerSession)`);
+  }
+  if (lock.waiters.length >= l.maxWaitersPerLock) {
+    return limitExceeded(`lock ${JSON.stringify(req.name)} has ${lock.waiters.length} waiters, the limit (limits.maxWaitersPerLock); retry later or without wait`);
+  }
+  return null;
+}
+
+/** The sessions one connection has opened or attached, bounded by maxSessionsPerConnection. */
+export class ConnectionSessions {
+  private readonly ids = new Set<number>();
+
+  constructor(private readonly max: number) {}
+
+  /** Why openSession/attach may not add a session here, or null. */
+  problem(req: Request, machine: MachineView): WireError | null {
+    if (req.op !== 'openSession' && req.op !== 'attach') return null;
+    if (req.op === 'attach' && this.ids.has(req.session)) return null;
+    if (this.ids.size >= this.max) {
+      // Sessions that expired or closed meanwhile no longer count (the SDK opens a new
+      // session on the same connection after its old one expired).
+      for (const id of this.ids) if (machine.session(id) === null) this.ids.delete(id);
+    }
+    if (this.ids.size < this.max) return null;
+    return limitExceeded(`this connection already carries ${this.ids.size} sessions, the limit (limits.maxSessionsPerConnection)`);
+  }
+
+  /** Record what an answered request did to this connection's sessions. */
+  observe(req: Request, result: unknown): void {
+    if (req.op === 'openSession') {
+      const id = (result as { session?: unknown } | null)?.session;
+      if (typeof id === 'number') this.ids.add(id);
+    } else if (req.op === 'attach') {
+      this.ids.add(req.session);
+    } else if (req.op === 'closeSession') {
+      this.ids.delete(req.session);
+    }
+  }
+}
