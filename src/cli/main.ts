@@ -9,6 +9,8 @@ import { watchStatus } from './status-watch.js';
 import { fetchLocks, formatLocks } from './locks.js';
 import { EXIT, electCommand, getCommand, leaderCommand, lockCommand } from './lock-commands.js';
 import { registerAdminCommands } from './admin-commands.js';
+import { registerKvCommands } from './kv-commands.js';
+import { registerFenceSql } from './fence-sql.js';
 
 const program = new Command();
 program
@@ -110,6 +112,7 @@ program
   .argument('<name>', 'lock name')
   .addOption(endpointsOption())
   .option('--json', 'print JSON')
+  .addHelpText('after', '\nFor a key of the key-value space: palisade kv get KEY')
   .action((name: string, o: { endpoints?: string; json?: boolean }) => getCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
 
 program
@@ -136,6 +139,8 @@ program
   .action((name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
 
 registerAdminCommands(program, endpointsFrom);
+registerKvCommands(program, endpointsFrom);
+registerFenceSql(program);
 
 function nonNegativeInt(v: string): number {
   const n = Number(v);
