@@ -33,7 +33,8 @@ const REQUEST_TIMEOUT_MS = 5_000;
 /** Peer application frames: a follower forwards client requests to the leader. */
 type PeerApp =
   | { t: 'fwd'; rid: number; req: Request }
-  | { t: 'fwdRes'; rid: number; ans: Answer };
+  | { t: 'fwdRes'; rid: number; ans: Answer }
+  | { t: 'removed'; index: number };
 
 export interface NodeOptions {
   readonly config: ClusterConfig;
@@ -73,6 +74,7 @@ export class PalisadeNode {
   /** Client URLs of an existing cluster this node joins (`--join`); empty for a founding node. */
   private readonly join: readonly string[];
   private lastSnapshotIndex = 0;
+  private removedAt: number | null = null;
   private snapshotting = false;
   private stopping = false;
   private expiryTimer: NodeJS.Timeout | null = null;
@@ -297,14 +299,22 @@ export class PalisadeNode {
     const conf = this.raft.applyConfChange(e.data);
     this.machine.skip(e.index);
     this.proposals.settle(e.index, e.term, { ok: true, result: { index: e.index } });
+    // The removed node may never learn that its removal committed (nobody replicates to it
+    // any more), so tell it directly before its link is closed. Any node that applied the
+    // entry knows the removal is committed, whoever its leader was.
+    if (cc.type === 'remove' && cc.node !== this.id) this.peers?.sendApp(cc.node, { t: 'removed', index: e.index } satisfies PeerApp);
     this.peers?.setPeers(this.members.peerMap(this.id, [...conf.voters, ...conf.learners]));
     if (e.index > this.bootstrapLength()) this.log.info({ change: cc.type, member: cc.node, index: e.index, voters: conf.voters, learners: conf.learners }, 'membership changed');
-    if (cc.type === 'remove' && cc.node === this.id && !this.stopping) {
-      const why = `removed from the cluster by entry ${e.index}`;
-      this.log.warn(why + '; stopping');
-      // Let the driver finish this Ready (the leader steps down first), then stop.
-      setImmediate(() => this.onRemoved(why));
-    }
+    if (cc.type === 'remove' && cc.node === this.id) this.removedBy(e.index);
+  }
+
+  private removedBy(index: number): void {
+    if (this.stopping || this.removedAt !== null) return;
+    this.removedAt = index;
+    const why = `removed from the cluster by entry ${index}`;
+    this.log.warn(why + '; stopping');
+    // Let the driver finish this Ready (a removed leader steps down first), then stop.
+    setImmediate(() => this.onRemoved(why));
   }
 
   private bootstrapLength(): number {
@@ -591,6 +601,8 @@ export class PalisadeNode {
         return this.handle(req, null);
       };
       void run().then((ans) => this.peers.sendApp(from, { t: 'fwdRes', rid: p.rid, ans } satisfies PeerApp));
+    } else if (p.t === 'removed') {
+      if (typeof p.index === 'number') this.removedBy(p.index);
     } else if (p.t === 'fwdRes') {
       const f = this.forwarded.get(p.rid);
       if (!f) return;
