@@ -44,12 +44,36 @@ export interface LockClientOptions {
   readonly preferLeader?: boolean;
   /** Sent in hello, for clusters that require authentication. */
   readonly authToken?: string;
+  /** For wss:// endpoints: the CA that signs the nodes' certificates (default: the system's
+   *  roots), and a client certificate for nodes that require one. PEM text or bytes. */
+  readonly tls?: ClientTlsOptions;
   /** Monotonic clock and timers; tests inject a fake one. */
   readonly clock?: Clock;
   /** WebSocket implementation; default the `ws` package. */
   readonly WebSocket?: WebSocketConstructor;
   /** Randomness for the first endpoint and backoff jitter. Default Math.random. */
   readonly random?: () => number;
+}
+
+export interface ClientTlsOptions {
+  readonly ca?: string | Uint8Array;
+  readonly cert?: string | Uint8Array;
+  readonly key?: string | Uint8Array;
+}
+
+/** The `ws` WebSocket with TLS options bound, as the constructor the link expects. */
+function wsWithTls(tls: ClientTlsOptions): WebSocketConstructor {
+  const pem = (x: string | Uint8Array): string | Buffer => (typeof x === 'string' ? x : Buffer.from(x));
+  const options = {
+    ...(tls.ca !== undefined ? { ca: pem(tls.ca) } : {}),
+    ...(tls.cert !== undefined ? { cert: pem(tls.cert) } : {}),
+    ...(tls.key !== undefined ? { key: pem(tls.key) } : {}),
+  };
+  return class extends WebSocket {
+    constructor(url: string) {
+      super(url, options);
+    }
+  };
 }
 
 export interface ReadOptions {
@@ -79,7 +103,7 @@ export class LockClient {
     this.link = new ClusterLink(
       {
         endpoints: options.endpoints,
-        WebSocket: options.WebSocket ?? WebSocket,
+        WebSocket: options.WebSocket ?? (options.tls ? wsWithTls(options.tls) : WebSocket),
         clock,
         random: options.random ?? Math.random,
         connectTimeoutMs: options.connectTimeoutMs ?? 3_000,

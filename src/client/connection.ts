@@ -127,12 +127,17 @@ export class Connection {
           connection.onEvent(frame);
         }
       });
-      ws.addEventListener('error', () => {
-        // 'close' follows; the error itself carries nothing the caller can act on.
+      // 'close' follows an error; the error's text (a refused certificate, say) is kept so
+      // that a caller who never gets connected can be told why.
+      let socketError = '';
+      // (WebSocketLike promises no error event argument; the ws package passes one with a message.)
+      ws.addEventListener('error', (event?: unknown) => {
+        const message = (event as { readonly message?: unknown } | undefined)?.message;
+        if (typeof message === 'string' && message) socketError = `: ${message}`;
       });
       ws.addEventListener('close', () => {
         if (connection) connection.handleClosed();
-        else fail(new ConnectionLostError(`connection to ${url} closed during hello`));
+        else fail(new ConnectionLostError(`connection to ${url} closed during hello${socketError}`));
         for (const p of pending.values()) p.reject(new ConnectionLostError(`connection to ${url} closed`));
         pending.clear();
       });

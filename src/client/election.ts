@@ -8,16 +8,15 @@ import {
   ConflictError,
   FencedError,
   InvalidArgumentError,
-  LockLostError,
   NotHolderError,
   PalisadeError,
-  releasedReason,
   SessionExpiredError,
   TimeoutError,
 } from './errors.js';
 import { AsyncQueue } from './queue.js';
 import type { Session } from './session.js';
 import { LocalTurns } from './turns.js';
+import { LeaseHandle } from './handle.js';
 
 /** Who leads an election: the leading session, its proclaimed value and its token (epoch). */
 export interface ElectionState {
@@ -84,37 +83,26 @@ function sameState(a: ElectionState | null, b: ElectionState): boolean {
 }
 
 /** A won election. Its `token` (epoch) fences writes like a lock's. */
-export class Leadership {
+export class Leadership extends LeaseHandle {
   readonly election: string;
   /** The leader's epoch: the index of the entry that made this session leader. */
   readonly token: number;
-  /** @internal */
-  readonly session: Session;
   private currentValue: string;
-  private readonly core: ClientCore;
-  private readonly lost = new AbortController();
   private resigning: Promise<void> | null = null;
-  private readonly detach: () => void;
+  private unwatch: (() => void) | null;
 
   /** @internal Created by Election.campaign. */
   constructor(core: ClientCore, hub: ElectionHub, watch: ElectionWatch, session: Session, token: number, value: string) {
-    this.core = core;
+    super(core, session, watch.name);
     this.election = watch.name;
     this.token = token;
-    this.session = session;
     this.currentValue = value;
-    const onSessionEnd = (): void => {
-      const reason: unknown = session.signal.reason;
-      this.markLost(`its session ended (${reason instanceof Error ? reason.message : 'unknown reason'})`, reason);
-    };
-    session.signal.addEventListener('abort', onSessionEnd, { once: true });
     const unlisten = watch.listen((state, index) => {
       // Events up to our own election are history; later ones, and reads, are news.
       if (index !== null && index <= token) return;
       if (state.leader !== session.id || state.token !== token) this.markLost('another leader took over');
     });
-    this.detach = () => {
-      session.signal.removeEventListener('abort', onSessionEnd);
+    this.unwatch = () => {
       unlisten();
       hub.release(watch);
     };
@@ -123,28 +111,6 @@ export class Leadership {
   /** The value this leader last proclaimed. */
   get value(): string {
     return this.currentValue;
-  }
-
-  /** Aborted when the leadership may be lost (as a lock's signal). */
-  get signal(): AbortSignal {
-    return this.lost.signal;
-  }
-
-  get held(): boolean {
-    return !this.lost.signal.aborted && this.session.isLive;
-  }
-
-  /** Throws LockLostError unless this client may still believe it leads. */
-  assertHeld(): void {
-    if (!this.lost.signal.aborted && !this.session.isLive) {
-      try {
-        this.core.sessions.checkLive(this.session);
-      } catch {
-        // expected: the session is over
-      }
-      this.markLost('the lease may have expired');
-    }
-    if (this.lost.signal.aborted) throw this.lostError();
   }
 
   /** Publishes a new value as the leader's; LockLostError if no longer leader. */
@@ -172,22 +138,20 @@ export class Leadership {
     return this.resigning;
   }
 
+  protected onLost(): void {
+    this.stopWatching();
+  }
+
   private async doResign(): Promise<void> {
     const live = this.session.isLive;
-    this.markLost('resigned');
-    if (!live) return;
-    await resignByToken(this.core, this.session, this.election, this.token);
+    this.endByHolder('resigned');
+    this.stopWatching();
+    if (live) await resignByToken(this.core, this.session, this.election, this.token);
   }
 
-  private markLost(why: string, cause?: unknown): void {
-    if (this.lost.signal.aborted) return;
-    this.lost.abort(new LockLostError(this.election, why, cause === undefined ? undefined : { cause }));
-    this.detach();
-  }
-
-  private lostError(): LockLostError {
-    const reason: unknown = this.lost.signal.reason;
-    return reason instanceof LockLostError ? reason : releasedReason(this.election, 'resigned');
+  private stopWatching(): void {
+    this.unwatch?.();
+    this.unwatch = null;
   }
 }
 

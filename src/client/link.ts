@@ -67,6 +67,8 @@ export class ClusterLink {
   private closed = false;
   /** An error no other node will cure (bad credentials): every caller gets it. */
   private fatal: PalisadeError | null = null;
+  /** Why the last connection attempt failed, for callers whose deadline passes unconnected. */
+  private lastConnectError: Error | null = null;
   private readonly changeListeners = new Set<() => void>();
   private readonly stopping = new AbortController();
 
@@ -105,7 +107,10 @@ export class ClusterLink {
       if (remaining <= 0) {
         throw inDoubt
           ? new TimeoutError('no definite answer before the deadline: the request may or may not have been applied', { cause: lastError })
-          : new UnavailableError('no node could serve the request before the deadline', { cause: lastError });
+          : new UnavailableError(
+              `no node could serve the request before the deadline${lastError === undefined && this.lastConnectError ? ` (last connection attempt: ${this.lastConnectError.message})` : ''}`,
+              { cause: lastError ?? this.lastConnectError ?? undefined },
+            );
       }
       let connection: Connection;
       try {
@@ -237,6 +242,7 @@ export class ClusterLink {
           this.fatal = e;
           return;
         }
+        this.lastConnectError = e as Error;
         this.failures++;
         continue;
       }

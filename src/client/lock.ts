@@ -13,7 +13,6 @@ import {
   LockTimeoutError,
   NotHolderError,
   PalisadeError,
-  releasedReason,
   SessionExpiredError,
   TimeoutError,
   UnavailableError,
@@ -32,6 +31,7 @@ import {
 } from './kv.js';
 import type { Session } from './session.js';
 import { LocalTurns, TurnTimeout } from './turns.js';
+import { LeaseHandle } from './handle.js';
 
 export interface AcquireOptions {
   /**
@@ -61,66 +61,26 @@ export interface LockPutOptions {
  * A granted lock. The lock is a belief; `token` is what a protected resource enforces:
  * send it with every write and let the resource (FenceGuard) refuse lower ones.
  */
-export class Lock implements FenceHolder {
+export class Lock extends LeaseHandle implements FenceHolder {
   readonly name: string;
   /** The fencing token: the log index of the entry that granted this lock. Grows cluster-wide. */
   readonly token: number;
   readonly mode: LockMode;
-  /** @internal */
-  readonly session: Session;
-  private readonly core: ClientCore;
-  private readonly lost = new AbortController();
   private releasing: Promise<void> | null = null;
-  private readonly onSessionEnd: () => void;
   private readonly onGone: (lock: Lock) => void;
 
   /** @internal Created by LockTable. */
   constructor(core: ClientCore, session: Session, name: string, token: number, mode: LockMode, onGone: (lock: Lock) => void) {
-    this.core = core;
-    this.session = session;
+    super(core, session, name);
     this.name = name;
     this.token = token;
     this.mode = mode;
     this.onGone = onGone;
-    this.onSessionEnd = () => {
-      const reason: unknown = session.signal.reason;
-      this.markLost(`its session ended (${reason instanceof Error ? reason.message : 'unknown reason'})`, reason);
-    };
-    session.signal.addEventListener('abort', this.onSessionEnd, { once: true });
-  }
-
-  /**
-   * Aborted when the lease may be lost: at the client's safe deadline without an
-   * acknowledged keepalive, when the session expires, when the cluster frees the lock, or
-   * on release. Hand it to work done under the lock (fetch, streams) so it stops then.
-   */
-  get signal(): AbortSignal {
-    return this.lost.signal;
-  }
-
-  /** True while the client may believe it holds the lock (checked against the clock now). */
-  get held(): boolean {
-    return !this.lost.signal.aborted && this.session.isLive;
   }
 
   /** This lock as a fence for guarded writes. */
   get fence(): Fence {
     return { lock: this.name, token: this.token };
-  }
-
-  /** Throws LockLostError unless the lock is still believed held. */
-  assertHeld(): void {
-    if (!this.lost.signal.aborted && !this.session.isLive) {
-      // The deadline passed before its timer ran (say, the process was paused): act on it
-      // now. Ending the session loses this lock through its listener.
-      try {
-        this.core.sessions.checkLive(this.session);
-      } catch {
-        // expected: the session is over
-      }
-      this.markLost('the lease may have expired');
-    }
-    if (this.lost.signal.aborted) throw this.lostError();
   }
 
   /**
@@ -156,22 +116,13 @@ export class Lock implements FenceHolder {
     return this.lostError();
   }
 
-  /** @internal The lock is gone (or may be): abort the signal and free the name locally. */
-  markLost(why: string, cause?: unknown): void {
-    if (this.lost.signal.aborted) return;
-    this.session.signal.removeEventListener('abort', this.onSessionEnd);
-    this.lost.abort(new LockLostError(this.name, why, cause === undefined ? undefined : { cause }));
+  /** Lost: free the name in this client (a release in progress frees it when done). */
+  protected onLost(): void {
     if (!this.releasing) this.onGone(this);
   }
 
-  private lostError(): LockLostError {
-    const reason: unknown = this.lost.signal.reason;
-    return reason instanceof LockLostError ? reason : releasedReason(this.name);
-  }
-
   private async doRelease(): Promise<void> {
-    this.session.signal.removeEventListener('abort', this.onSessionEnd);
-    this.lost.abort(releasedReason(this.name));
+    this.endByHolder('released');
     try {
       // Even a handle already lost (fenced, or freed by the cluster) is released by token
       // while its session lives: harmless if it is gone, and nothing can stay held.
