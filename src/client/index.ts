@@ -12,7 +12,7 @@
 // keepalive + TTL × (1 − maxClockDrift, default 1 %) − margin (default max(50 ms, 5 % TTL)),
 // so the client stops believing before the cluster can have expired the session. Timing is
 // politeness; the token, checked by the resource, is safety.
-export { LockClient, type LockClientOptions, type ReadOptions } from './client.js';
+export { LockClient, type ClientTlsOptions, type LockClientOptions, type ReadOptions } from './client.js';
 export { Lock, type AcquireOptions, type TryAcquireOptions, type LockPutOptions } from './lock.js';
 export {
   Election,
