@@ -710,7 +710,7 @@ export class PalisadeNode {
     }
   }
 
-  status(): NodeStatus & { lastIndex: number; snapshotIndex: number; sessions: number; driver: Record<string, number> } {
+  status(): NodeStatus & { lastIndex: number; snapshotIndex: number; sessions: number; driver: Record<string, number>; transport: Record<string, number> } {
     const role = this.raft.role;
     return {
       id: this.id,
@@ -725,6 +725,7 @@ export class PalisadeNode {
       snapshotIndex: this.raft.log.snapshotIndex,
       sessions: this.leases.size,
       driver: { ...this.driver.stats, ...this.storage.stats() },
+      transport: { ...this.peers.stats() },
     };
   }
 }
