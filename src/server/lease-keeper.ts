@@ -62,10 +62,14 @@ export class LeaseKeeper {
     this.leases.delete(session);
   }
 
-  /** A keepalive that arrived at `receivedAt`, confirmed by a heartbeat round since. */
+  /**
+   * A keepalive that arrived at `receivedAt`, confirmed by a heartbeat round since. Null
+   * when the session is unknown or its expiry has already been proposed: acknowledging it
+   * then would let the client believe in a lease that the committed expiry is about to end.
+   */
   keepAlive(session: number, receivedAt: number): number | null {
     const l = this.leases.get(session);
-    if (!l) return null;
+    if (!l || l.proposedAt > 0) return null;
     // Never move a deadline backwards: an older keepalive confirmed late must not shorten it.
     if (receivedAt + l.ttlMs > l.deadline) this.renew(session, l, receivedAt);
     return l.ttlMs;

@@ -75,6 +75,7 @@ export class PalisadeNode {
   private readonly join: readonly string[];
   private lastSnapshotIndex = 0;
   private removedAt: number | null = null;
+  private lastExpiryCheck = 0;
   private snapshotting = false;
   private stopping = false;
   private expiryTimer: NodeJS.Timeout | null = null;
@@ -205,6 +206,7 @@ export class PalisadeNode {
 
     this.gate.announce();
     this.driver.start();
+    this.lastExpiryCheck = this.now();
     this.expiryTimer = setInterval(() => this.expireDueSessions(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
     this.log.info(
       { term: stored.hardState.term, lastIndex: this.raft.log.lastIndex(), snapshot: this.lastSnapshotIndex, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl },
@@ -386,9 +388,18 @@ export class PalisadeNode {
   // ---- leader timers ------------------------------------------------------------------
 
   private expireDueSessions(): void {
+    const now = this.now();
+    const gap = now - this.lastExpiryCheck;
+    this.lastExpiryCheck = now;
     if (!this.leases.isActive || this.raft.role !== 'leader') return;
+    if (gap > this.cfg.raft.electionTimeoutMs) {
+      // This timer ran late: we were paused, and keepalives may sit unread in our socket
+      // buffers (Node runs due timers before it reads input). Expire nothing; renew all.
+      this.onPaused(gap);
+      return;
+    }
     this.promoteCaughtUpLearners();
-    for (const session of this.leases.due(this.now())) {
+    for (const session of this.leases.due(now)) {
       const r = this.raft.propose(encodeCommand({ type: 'expireSession', session }));
       if (r.ok) this.log.info({ session, index: r.index }, 'session lease ran out: proposing expiry');
     }
