@@ -4,19 +4,9 @@
 //   --nodes     cluster size (default: 3 for even seeds, 5 for odd ones)
 //   --steps     simulated steps of the faulty phase (default 4000)
 //   --trace     print each run's events (elections, partitions, crashes, commits)
-import { runSeed, type SimResult } from './cluster.js';
+import { DEFAULT_STEPS, nodesFor, replayCommand, runSeed, type SimResult } from './cluster.js';
 import { repairScenario } from './diverge.js';
 import { Prng } from './prng.js';
-
-export const DEFAULT_STEPS = 4000;
-
-export function nodesFor(seed: number): number {
-  return seed % 2 === 0 ? 3 : 5;
-}
-
-export function replayCommand(r: SimResult, steps: number): string {
-  return `npm run sim -- --seed ${r.seed} --nodes ${r.nodes} --steps ${steps}`;
-}
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);

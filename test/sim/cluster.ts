@@ -93,6 +93,17 @@ interface PendingRead {
 }
 
 const enc = new TextEncoder();
+/** Client proposals outstanding at most. */
+const MAX_PENDING = 40;
+
+type Fault = 'partition' | 'heal' | 'loss' | 'dup' | 'delay' | 'crash' | 'pause' | 'jump';
+/** The mix of faults for each profile (picked uniformly from the list). */
+const FAULTS: Record<Sim['profile'], readonly Fault[]> = {
+  mixed: ['partition', 'partition', 'partition', 'heal', 'loss', 'dup', 'delay', 'crash', 'crash', 'pause', 'jump'],
+  leaderKiller: ['crash', 'crash', 'crash', 'crash', 'loss', 'delay', 'partition', 'heal', 'pause'],
+  flaky: ['loss', 'loss', 'dup', 'dup', 'delay', 'delay', 'partition', 'heal', 'crash', 'pause', 'jump'],
+  partitions: ['partition', 'partition', 'partition', 'partition', 'heal', 'delay', 'loss', 'crash', 'pause'],
+};
 
 export class Sim {
   readonly rng: Prng;
@@ -107,6 +118,8 @@ export class Sim {
   now = 0;
   steps = 0;
   private faultPhase = true;
+  /** What kind of trouble this run gets. */
+  readonly profile: 'mixed' | 'leaderKiller' | 'flaky' | 'partitions';
   private readonly trace: ((s: string) => void) | null;
 
   // network
@@ -115,6 +128,8 @@ export class Sim {
   private loss = 0;
   private dup = 0;
   private delayMode: 'calm' | 'jitter' | 'reorder' = 'calm';
+  /** Per-link delay multipliers. */
+  private readonly slowLinks = new Map<string, number>();
 
   // clients
   private nextId = 0;
@@ -140,13 +155,15 @@ export class Sim {
     this.raftCfg = {
       heartbeatTicks: this.heartbeatTicks,
       electionTicks: this.electionTicks,
-      preVote: true,
-      checkQuorum: true,
-      maxMsgBytes: r.pick([64, 128, 256, 1024]),
+      // The server always runs with both; the core must stay safe without them too.
+      preVote: !r.chance(0.12),
+      checkQuorum: !r.chance(0.12),
+      maxMsgBytes: r.pick([1, 64, 128, 256, 1024]), // 1: one entry per message
       maxInflight: r.pick([1, 2, 4, 8]),
       snapshotChunkBytes: r.pick([24, 64, 128, 512]),
     };
     this.membership = opts.membership ?? r.chance(0.4);
+    this.profile = r.pick(['mixed', 'mixed', 'mixed', 'leaderKiller', 'flaky', 'partitions'] as const);
     const ids = Array.from({ length: opts.nodes }, (_, i) => `n${i + 1}`);
     this.nextNodeNo = opts.nodes + 1;
     this.bootstrap = { voters: ids, learners: [] };
@@ -260,6 +277,11 @@ export class Sim {
 
   private resume(n: SimNode, jump: boolean): void {
     if (n.state !== 'paused') return;
+    if (n.raft?.role === 'leader' && this.faultPhase) {
+      // Clients that were talking to it keep doing so: reads at a leader that may have
+      // been deposed while it was stalled.
+      for (let i = 0; i < 3; i++) this.call(this.rng.range(0, 2 * TICK_MS), `read at ${n.id}`, () => this.readAt(n));
+    }
     n.state = 'up';
     const missed = n.missedTicks;
     n.missedTicks = 0;
@@ -323,8 +345,23 @@ export class Sim {
     const s = rd.softState!;
     if (s.role === 'leader') {
       this.log(`LEADER ${n.id} term ${r.term} (last ${r.log.lastIndex()}, commit ${r.log.committed})`);
+      if (this.faultPhase && this.profile === 'leaderKiller' && this.rng.chance(0.3)) {
+        // A leader that dies early in its term: its no-op and the old entries it was
+        // bringing followers up to date with are only partly out (Figure 8 territory).
+        const inc = n.incarnation;
+        const term = r.term;
+        this.call(this.rng.range(1, 3 * TICK_MS), `crash new leader ${n.id}`, () => {
+          if (n.incarnation !== inc || n.raft?.term !== term || n.state !== 'up') return;
+          this.crash(n, 'early in its term');
+          this.call(this.rng.range(1, 15) * TICK_MS, `restart ${n.id}`, () => {
+            if (n.incarnation === inc) this.restart(n);
+          });
+        });
+      }
     } else if (n.prevRole === 'leader') {
       this.log(`STEP DOWN ${n.id} term ${r.term} -> ${s.role}`);
+    } else if (s.role === 'candidate' || s.role === 'preCandidate') {
+      this.log(`CAMPAIGN ${n.id} ${s.role === 'preCandidate' ? 'pre-vote for' : 'term'} ${s.role === 'preCandidate' ? r.term + 1 : r.term} (last ${r.log.lastIndex()}/${r.log.lastTerm()})`);
     }
     n.prevRole = s.role;
     this.check.checkLeader(n.id, r);
@@ -369,16 +406,17 @@ export class Sim {
 
   // ---- network ----------------------------------------------------------------------
 
-  private delay(): number {
+  private delay(m: Message): number {
     const r = this.rng;
     if (r.chance(0.002)) return r.range(5, 25) * TICK_MS; // a straggler
+    const slow = this.slowLinks.get(`${m.from}>${m.to}`) ?? 1;
     switch (this.delayMode) {
       case 'calm':
-        return r.range(1, 4);
+        return r.range(1, 4) * slow;
       case 'jitter':
-        return r.range(1, 15);
+        return r.range(1, 15) * slow;
       case 'reorder':
-        return r.range(1, 40);
+        return r.range(1, 40) * slow;
     }
   }
 
@@ -386,8 +424,8 @@ export class Sim {
     if (m.type === 'snap' && m.snapshot?.offset === 0) this.result.snapshotsSent++;
     if (this.blocked.has(`${m.from}>${m.to}`)) return;
     if (this.loss > 0 && this.rng.chance(this.loss)) return;
-    this.at(this.delay(), { kind: 'deliver', msg: m });
-    if (this.dup > 0 && this.rng.chance(this.dup)) this.at(this.delay(), { kind: 'deliver', msg: m });
+    this.at(this.delay(m), { kind: 'deliver', msg: m });
+    if (this.dup > 0 && this.rng.chance(this.dup)) this.at(this.delay(m), { kind: 'deliver', msg: m });
   }
 
   private deliver(m: Message): void {
@@ -438,7 +476,7 @@ export class Sim {
     const ids = this.memberIds();
     const leader = this.currentLeader();
     const victim = (): SimNode => (leader && r.chance(0.5) ? leader : this.nodes.get(r.pick(ids))!);
-    const kind = r.pick(['partition', 'partition', 'partition', 'heal', 'loss', 'dup', 'delay', 'crash', 'crash', 'pause', 'jump']);
+    const kind = r.pick(FAULTS[this.profile]);
     switch (kind) {
       case 'partition': {
         this.healNetwork();
@@ -486,16 +524,21 @@ export class Sim {
         return;
       case 'delay':
         this.delayMode = r.pick(['calm', 'jitter', 'reorder'] as const);
-        this.log(`NETWORK delays ${this.delayMode}`);
+        this.slowLinks.clear();
+        if (r.chance(0.4)) {
+          // Some links are much slower than others (another zone, a congested path).
+          for (const a of ids) for (const b of ids) if (a !== b && r.chance(0.25)) this.slowLinks.set(`${a}>${b}`, r.range(3, 15));
+        }
+        this.log(`NETWORK delays ${this.delayMode}${this.slowLinks.size ? `, slow links ${[...this.slowLinks.keys()].join(' ')}` : ''}`);
         return;
       case 'crash': {
-        const n = victim();
+        const n = this.profile === 'leaderKiller' && leader && r.chance(0.8) ? leader : victim();
         if (n.state !== 'up' && n.state !== 'paused') return;
         const how = r.pick(['now', 'now', 'beforePersist', 'afterPersist', 'afterSend'] as const);
         if (how === 'now' || n.state === 'paused') this.crash(n, 'killed');
         else n.crashAt = how; // dies inside its next Ready
         const inc = n.incarnation;
-        this.call(r.range(2, 50) * TICK_MS, `restart ${n.id}`, () => {
+        this.call((this.profile === 'leaderKiller' ? r.range(1, 15) : r.range(2, 50)) * TICK_MS, `restart ${n.id}`, () => {
           if (n.incarnation !== inc) return;
           if (n.state === 'up') n.crashAt = null; // it never reached that point
           else this.restart(n);
@@ -521,6 +564,7 @@ export class Sim {
     this.loss = 0;
     this.dup = 0;
     this.delayMode = 'calm';
+    this.slowLinks.clear();
     for (const n of this.nodes.values()) {
       n.crashAt = null;
       if (n.state === 'down') this.restart(n);
@@ -546,7 +590,17 @@ export class Sim {
     if (!n || !n.raft) return;
     const r = n.raft;
     const x = this.rng.float();
-    if (x < 0.8) {
+    // Clients give up on a proposal after a while, and keep a bounded number outstanding
+    // (as a real client or server would): a leader cut off in a minority does not pile up
+    // an unbounded uncommitted tail.
+    for (const [k, p] of this.pending) {
+      if (this.now - p.start > 3 * this.electionTicks * TICK_MS) {
+        this.pending.delete(k);
+        // A timed-out proposal: that node may not be a working leader; try another.
+        if (k.startsWith(`${this.clientGuess}:`)) this.clientGuess = null;
+      }
+    }
+    if (x < 0.8 && this.pending.size < MAX_PENDING) {
       // A few clients at once: several proposals may land in one Ready (one batch).
       const k = this.rng.chance(0.3) ? this.rng.range(2, 6) : 1;
       for (let i = 0; i < k; i++) {
@@ -559,9 +613,8 @@ export class Sim {
         }
       }
     } else if (x < 0.97) {
-      const ctx = `r${this.nextId++}`;
-      this.reads.set(ctx, { node: n.id, committedAtStart: this.check.maxCommit, start: this.now });
-      r.readIndex(enc.encode(ctx));
+      this.readAt(n);
+      return;
     } else {
       const voters = r.confState.voters.filter((v) => v !== n.id);
       if (r.role === 'leader' && voters.length) {
@@ -574,6 +627,15 @@ export class Sim {
 
   /** Index at which a liveness probe was first applied (by any node). */
   private probeApplied: number | null = null;
+
+  /** A linearizable read at `n`: remember what was committed when it began. */
+  private readAt(n: SimNode): void {
+    if (n.state !== 'up' || !n.raft) return;
+    const ctx = `r${this.nextId++}`;
+    this.reads.set(ctx, { node: n.id, committedAtStart: this.check.maxCommit, start: this.now });
+    n.raft.readIndex(enc.encode(ctx));
+    this.drive(n);
+  }
 
   private onApplied(n: SimNode, index: number, key: string): void {
     if (this.probeApplied === null && key.startsWith('N:probe')) this.probeApplied = index;
@@ -606,7 +668,7 @@ export class Sim {
 
   private operator(): void {
     const l = this.currentLeader();
-    if (!l || !l.raft || this.opCycles >= 3) return;
+    if (!l || !l.raft || this.opCycles >= 6) return;
     const r = l.raft;
     const conf = r.confState;
     const propose = (cc: ConfChange): void => {
@@ -625,7 +687,10 @@ export class Sim {
       }
     };
     if (this.opMode === 'idle') {
-      if (conf.voters.length > this.opts.nodes) {
+      // Wander between cluster sizes: sometimes grow by two, sometimes shrink below the start.
+      const n0 = this.opts.nodes;
+      const target = this.rng.pick([n0, n0 + 1, n0 + 1, n0 + 2, n0 > 3 ? n0 - 1 : n0]);
+      if (conf.voters.length > target || conf.voters.length >= n0 + 2) {
         this.opMode = 'removing';
       } else {
         const id = `n${this.nextNodeNo++}`;
@@ -643,8 +708,9 @@ export class Sim {
         break;
       case 'promoting': {
         if (t && conf.voters.includes(t)) {
-          this.opMode = 'removing';
+          this.opMode = 'idle';
           this.opTarget = null;
+          this.opCycles++;
           break;
         }
         const p = r.progress().find((x) => x.id === t);
@@ -758,7 +824,13 @@ export class Sim {
   }
 
   private runInner(): void {
-    const quiet = this.rng.chance(0.15); // some runs have no faults at all
+    const quiet = this.rng.chance(0.1); // some runs have no faults at all
+    const c = this.raftCfg;
+    this.log(
+      `START ${this.opts.nodes} nodes; faults: ${quiet ? 'none' : this.profile}; membership changes: ${this.membership ? 'yes' : 'no'}; ` +
+        `heartbeat ${c.heartbeatTicks}, election ${c.electionTicks} ticks, preVote ${c.preVote}, checkQuorum ${c.checkQuorum}, ` +
+        `maxMsgBytes ${c.maxMsgBytes}, maxInflight ${c.maxInflight}, snapshotChunkBytes ${c.snapshotChunkBytes}`,
+    );
     this.at(this.rng.range(1, 10) * TICK_MS, { kind: 'client' });
     if (!quiet) this.at(this.rng.range(20, 60) * TICK_MS, { kind: 'fault' });
     if (this.membership) this.at(this.rng.range(20, 60) * TICK_MS, { kind: 'operator' });
@@ -824,4 +896,16 @@ export class Sim {
 
 export function runSeed(opts: SimOptions): SimResult {
   return new Sim(opts).run();
+}
+
+/** Steps of the faulty phase when not told otherwise (about 350 ticks, 35 election timeouts). */
+export const DEFAULT_STEPS = 4000;
+
+/** Cluster size by seed when not told: 3 for even seeds, 5 for odd ones. */
+export function nodesFor(seed: number): number {
+  return seed % 2 === 0 ? 3 : 5;
+}
+
+export function replayCommand(r: Pick<SimResult, 'seed' | 'nodes'>, steps: number): string {
+  return `npm run sim -- --seed ${r.seed} --nodes ${r.nodes} --steps ${steps}`;
 }

@@ -1,0 +1,203 @@
+// Single-server membership changes (thesis §4.1): learners receive the log but neither vote
+// nor count, a caught-up learner is promoted, a removed leader steps down, and a leader
+// changes membership only after an entry of its own term committed and one change at a time.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MiniCluster, enc } from './harness.js';
+
+/** a, b, c voters with a leading, and d added as a learner that has caught up. */
+function withLearner(): MiniCluster {
+  const c = new MiniCluster(['a', 'b', 'c']);
+  const a = c.elect('a');
+  a.propose(enc('before-d'));
+  c.deliverAll();
+  c.add('d'); // a new, empty node: it learns its membership from the log
+  const r = a.proposeConfChange({ type: 'addLearner', node: 'd' });
+  assert.ok(r.ok, JSON.stringify(r));
+  c.deliverAll();
+  c.tick(2);
+  assert.deepEqual(a.confState, { voters: ['a', 'b', 'c'], learners: ['d'] });
+  assert.deepEqual(c.node('d').confState, { voters: ['a', 'b', 'c'], learners: ['d'] });
+  assert.deepEqual(c.appliedData('d'), ['before-d'], 'the learner receives the log');
+  return c;
+}
+
+test('a learner receives the log but does not count towards commitment', () => {
+  const c = withLearner();
+  const a = c.node('a');
+  c.down.add('b');
+  c.down.add('c');
+  const r = a.propose(enc('needs-a-majority'));
+  assert.ok(r.ok);
+  c.deliverAll();
+  assert.equal(c.node('d').log.lastIndex(), r.ok ? r.index : -1, 'd has the entry');
+  assert.ok(a.log.committed < (r.ok ? r.index : 0), 'leader + learner are not a majority of three voters');
+});
+
+test('a learner neither campaigns nor votes, nor counts in an election', () => {
+  const c = withLearner();
+  const d = c.node('d');
+  // d never campaigns, however long it goes without a leader.
+  c.down.add('a');
+  c.down.add('c');
+  c.sent.length = 0;
+  for (let i = 0; i < 50; i++) {
+    d.tick();
+    c.deliverAll();
+  }
+  assert.ok(!c.sent.some((m) => m.from === 'd' && (m.type === 'vote' || m.type === 'preVote')));
+  assert.notEqual(d.role, 'leader');
+  // b campaigns: only d could answer, but vote requests go to voters only, and b stays
+  // leaderless (1 of 3 voters). Asked anyway, d refuses.
+  c.tick(60);
+  assert.notEqual(c.node('b').role, 'leader');
+  c.sent.length = 0;
+  for (const type of ['preVote', 'vote'] as const) {
+    d.step({ type, from: 'b', to: 'd', term: d.term + 1, index: 1000, logTerm: 1000 });
+  }
+  c.flushReady();
+  const answers = c.sent.filter((m) => m.from === 'd');
+  assert.equal(answers.length, 2);
+  assert.ok(answers.every((m) => m.reject === true), 'd refused both');
+});
+
+test('promotion: the learner becomes a voter and the quorum grows to three of four', () => {
+  const c = withLearner();
+  const a = c.node('a');
+  const r = a.proposeConfChange({ type: 'promote', node: 'd' });
+  assert.ok(r.ok, JSON.stringify(r));
+  c.deliverAll();
+  assert.deepEqual(a.confState, { voters: ['a', 'b', 'c', 'd'], learners: [] });
+  assert.notEqual(c.node('d').role, 'learner');
+  // Three of four commit without c...
+  c.down.add('c');
+  const r1 = a.propose(enc('three-of-four'));
+  c.deliverAll();
+  assert.ok(r1.ok && a.log.committed >= r1.index);
+  // ...but two of four do not.
+  c.down.add('b');
+  const r2 = a.propose(enc('two-of-four'));
+  c.deliverAll();
+  assert.ok(r2.ok && a.log.committed < r2.index);
+  // And d now votes: with a gone, a leader needs three of b, c and d.
+  c.down.delete('b');
+  c.down.delete('c');
+  c.down.add('a');
+  c.tickUntil(() => ['b', 'c', 'd'].some((x) => c.node(x).role === 'leader'), 100);
+});
+
+test('removing the leader: it steps down once the change is applied and never campaigns again', () => {
+  const c = new MiniCluster(['a', 'b', 'c']);
+  const a = c.elect('a');
+  a.propose(enc('x'));
+  c.deliverAll();
+  const r = a.proposeConfChange({ type: 'remove', node: 'a' });
+  assert.ok(r.ok, JSON.stringify(r));
+  c.deliverAll();
+  assert.equal(a.role, 'follower');
+  assert.equal(a.removed, true);
+  assert.deepEqual(c.node('b').confState.voters, ['b', 'c']);
+  const termAtRemoval = a.term;
+  // b and c elect a leader between them and commit without a.
+  c.tickUntil(() => c.node('b').role === 'leader' || c.node('c').role === 'leader', 100);
+  const nl = c.leader()!;
+  assert.ok(nl.propose(enc('without-a')).ok);
+  c.deliverAll();
+  assert.ok(c.appliedData(nl.id).includes('without-a'));
+  // a, cut off from the new leader (it is no longer sent anything), stays quiet.
+  c.sent.length = 0;
+  for (let i = 0; i < 100; i++) a.tick();
+  c.deliverAll();
+  assert.ok(!c.sent.some((m) => m.from === 'a' && (m.type === 'vote' || m.type === 'preVote')));
+  assert.equal(a.term, termAtRemoval);
+});
+
+test('removing a follower shrinks the quorum', () => {
+  const c = new MiniCluster(['a', 'b', 'c', 'd']);
+  const a = c.elect('a');
+  assert.ok(a.proposeConfChange({ type: 'remove', node: 'd' }).ok);
+  c.deliverAll();
+  assert.deepEqual(a.confState.voters, ['a', 'b', 'c']);
+  c.down.add('c');
+  c.down.add('d');
+  const r = a.propose(enc('two-of-three'));
+  c.deliverAll();
+  assert.ok(r.ok && a.log.committed >= r.index);
+});
+
+test('a change is refused until an entry of the leader\'s term has committed', () => {
+  const c = new MiniCluster(['a', 'b', 'c']);
+  c.hold = (m) => m.type === 'app' && m.from === 'a';
+  const a = c.elect('a');
+  assert.ok(a.log.committed < a.log.lastIndex(), 'the no-op has not committed yet');
+  const early = a.proposeConfChange({ type: 'addLearner', node: 'd' });
+  assert.equal(early.ok, false);
+  assert.equal(early.ok ? '' : early.reason, 'confPending');
+  c.hold = null;
+  c.release();
+  c.deliverAll();
+  assert.ok(a.proposeConfChange({ type: 'addLearner', node: 'd' }).ok);
+});
+
+test('one change at a time: a second change is refused while the first is pending', () => {
+  const c = new MiniCluster(['a', 'b', 'c']);
+  const a = c.elect('a');
+  c.hold = (m) => m.type === 'app' && m.from === 'a';
+  assert.ok(a.proposeConfChange({ type: 'addLearner', node: 'd' }).ok);
+  const second = a.proposeConfChange({ type: 'addLearner', node: 'e' });
+  assert.equal(second.ok ? '' : second.reason, 'confPending');
+  // Ordinary proposals still go through.
+  assert.ok(a.propose(enc('normal')).ok);
+  c.hold = null;
+  c.release();
+  c.deliverAll();
+  assert.deepEqual(a.confState.learners, ['d']);
+  assert.ok(a.proposeConfChange({ type: 'addLearner', node: 'e' }).ok);
+  // Invalid changes are refused outright.
+  c.deliverAll();
+  const bad = a.proposeConfChange({ type: 'promote', node: 'zz' });
+  assert.equal(bad.ok ? '' : bad.reason, 'confInvalid');
+});
+
+test('a change interrupted by the leader crashing before it commits is lost, then redone', () => {
+  const c = new MiniCluster(['a', 'b', 'c']);
+  const a = c.elect('a');
+  c.hold = (m) => m.type === 'app' && m.from === 'a';
+  assert.ok(a.proposeConfChange({ type: 'addLearner', node: 'd' }).ok);
+  c.deliverAll();
+  c.crash('a');
+  c.held.length = 0;
+  c.hold = null;
+  c.tickUntil(() => c.leader() !== undefined, 100);
+  const nl = c.leader()!;
+  assert.deepEqual(nl.confState.learners, []);
+  // a restarts: its uncommitted change is overwritten and never applied.
+  c.restart('a');
+  c.tick(3);
+  assert.deepEqual(c.node('a').confState.learners, []);
+  assert.ok(!c.applied.get('a')!.some((e) => e.type === 'conf'));
+  assert.ok(nl.proposeConfChange({ type: 'addLearner', node: 'd' }).ok);
+  c.deliverAll();
+  for (const id of ['a', 'b', 'c']) assert.deepEqual(c.node(id).confState.learners, ['d']);
+});
+
+test('a change that reached a majority before the leader crashed is finished by the next leader', () => {
+  const c = new MiniCluster(['a', 'b', 'c']);
+  const a = c.elect('a');
+  // The change reaches b, but a crashes before it learns that it committed.
+  c.hold = (m) => m.type === 'appResp' || (m.type === 'app' && m.to === 'c');
+  assert.ok(a.proposeConfChange({ type: 'addLearner', node: 'd' }).ok);
+  c.deliverAll();
+  c.crash('a');
+  c.held.length = 0;
+  c.hold = null;
+  // Only b can win: c's log lacks the change, so b refuses to vote for c.
+  const b = c.node('b');
+  c.tickUntil(() => b.role === 'leader', 100);
+  // b holds the change; its no-op commits it, every node applies it, and the next change may follow.
+  c.add('d');
+  c.tick(2);
+  assert.deepEqual(b.confState.learners, ['d'], 'committed with b\'s no-op and applied');
+  assert.deepEqual(c.node('c').confState.learners, ['d']);
+  assert.ok(b.proposeConfChange({ type: 'promote', node: 'd' }).ok);
+});
