@@ -3,13 +3,14 @@ import type { Command } from 'commander';
 import { rpc, RpcError } from '../transport/rpc.js';
 import type { MemberInfo } from '../transport/client-protocol.js';
 import type { RequestBody } from '../transport/rpc.js';
+import { rpcCredentials } from './credentials.js';
 
 /** Ask each endpoint in turn until one answers (any node forwards to the leader). */
 async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
   let last: Error = new Error('no endpoints');
   for (const url of endpoints) {
     try {
-      return await rpc<T>(url, body, timeoutMs);
+      return await rpc<T>(url, body, timeoutMs, rpcCredentials());
     } catch (e) {
       last = e as Error;
       if (e instanceof RpcError && !['UNAVAILABLE', 'TIMEOUT', 'NOT_LEADER'].includes(e.code)) throw e;
@@ -66,7 +67,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .description('snapshot one node\'s state now and compact its log')
     .requiredOption('--endpoint <url>', 'the node to snapshot (its client URL)')
     .action(async (o: { endpoint: string }) => {
-      const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000);
+      const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000, rpcCredentials());
       process.stdout.write(`snapshot at index ${r.index}\n`);
     });
 }

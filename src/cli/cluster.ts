@@ -6,6 +6,7 @@ import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../server/config.js';
 import { fetchStatus, formatStatus } from './status.js';
+import { credentialsForConfig, rpcCredentials } from './credentials.js';
 
 /** The command line that runs this CLI again (compiled JS, or TS under the same loader). */
 export function selfCommand(): { cmd: string; args: string[] } {
@@ -51,10 +52,11 @@ export async function cluster(opts: { config: string; logLevel: string }): Promi
   process.on('SIGTERM', () => stop('SIGTERM'));
 
   const endpoints = config.nodes.map((n) => n.clientUrl);
+  const credentials = rpcCredentials(credentialsForConfig(config, process.env));
   const started = Date.now();
   for (;;) {
     if (stopping) return;
-    const rows = await fetchStatus(endpoints, 500);
+    const rows = await fetchStatus(endpoints, 500, credentials);
     const leader = rows.find((r) => r.role === 'leader');
     if (leader && 'term' in leader) {
       process.stdout.write(`\nleader elected: ${leader.id} (term ${leader.term}) after ${Date.now() - started} ms\n\n`);

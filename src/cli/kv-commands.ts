@@ -19,6 +19,7 @@ import {
   type KvChange,
   type WriteOptions,
 } from '../client/index.js';
+import { explainFailure, sdkCredentials } from './credentials.js';
 
 /** Exit codes of the kv commands besides 0 (success) and 1 (any other failure). */
 export const KV_EXIT = {
@@ -50,9 +51,9 @@ function say(msg: string): void {
 
 async function connect(endpoints: string[], ttlMs?: number): Promise<LockClient | number> {
   try {
-    return await LockClient.connect({ endpoints, ...(ttlMs !== undefined ? { ttlMs } : {}) });
+    return await LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) });
   } catch (e) {
-    say(`cannot reach the cluster: ${(e as Error).message}`);
+    say(`cannot reach the cluster: ${explainFailure(e)}`);
     return e instanceof InvalidArgumentError ? KV_EXIT.USAGE : KV_EXIT.UNAVAILABLE;
   }
 }
@@ -80,7 +81,7 @@ function writeFailure(e: unknown, what: string): number {
     say(`${what}: ${message} (it may or may not have applied)`);
     return KV_EXIT.UNAVAILABLE;
   }
-  say(`${what} failed: ${message}`);
+  say(`${what} failed: ${explainFailure(e)}`);
   return e instanceof UnavailableError ? KV_EXIT.UNAVAILABLE : 1;
 }
 
@@ -159,7 +160,7 @@ export async function kvGetCommand(key: string, o: { endpoints: string[]; json?:
     }
     return 0;
   } catch (e) {
-    say(`get ${key} failed: ${(e as Error).message}`);
+    say(`get ${key} failed: ${explainFailure(e)}`);
     return e instanceof UnavailableError || e instanceof TimeoutError ? KV_EXIT.UNAVAILABLE : 1;
   } finally {
     await client.close().catch(() => {});
@@ -195,7 +196,7 @@ export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; j
     for await (const ch of watch) process.stdout.write(`${formatChange(ch, o.json === true)}\n`);
     return 0;
   } catch (e) {
-    say(`watch ${JSON.stringify(prefix)} failed: ${(e as Error).message}`);
+    say(`watch ${JSON.stringify(prefix)} failed: ${explainFailure(e)}`);
     return e instanceof UnavailableError || e instanceof TimeoutError ? KV_EXIT.UNAVAILABLE : 1;
   } finally {
     process.off('SIGINT', stop);

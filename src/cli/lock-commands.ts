@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { LockClient, LockTimeoutError, PalisadeError } from '../client/index.js';
 import type { Lock } from '../client/index.js';
+import { explainFailure, sdkCredentials } from './credentials.js';
 
 /** Exit codes of `palisade lock` and `palisade elect` besides the command's own status. */
 export const EXIT = {
@@ -27,7 +28,7 @@ function say(msg: string): void {
 }
 
 function connect(endpoints: string[], ttlMs?: number): Promise<LockClient> {
-  return LockClient.connect({ endpoints, ...(ttlMs !== undefined ? { ttlMs } : {}) });
+  return LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) });
 }
 
 /** Run `argv` as a child with the lock's name and token in its environment. */
@@ -85,7 +86,7 @@ export async function lockCommand(name: string, argv: string[], o: LockCommandOp
   try {
     client = await connect(o.endpoints, o.ttl);
   } catch (e) {
-    say(`cannot reach the cluster: ${(e as Error).message}`);
+    say(`cannot reach the cluster: ${explainFailure(e)}`);
     return EXIT.UNAVAILABLE;
   }
   let lock: Lock;
@@ -101,7 +102,7 @@ export async function lockCommand(name: string, argv: string[], o: LockCommandOp
       say(`${name} was not acquired within ${o.wait} ms`);
       return EXIT.WAIT_TIMEOUT;
     }
-    say(`cannot acquire ${name}: ${(e as Error).message}`);
+    say(`cannot acquire ${name}: ${explainFailure(e)}`);
     return e instanceof PalisadeError && e.code === 'INVALID_ARGUMENT' ? 64 : EXIT.UNAVAILABLE;
   }
   say(`acquired ${name} with fencing token ${lock.token}`);
@@ -159,7 +160,7 @@ export async function electCommand(name: string, value: string, argv: string[], 
     return code;
   } catch (e) {
     if (stop.signal.aborted) return 130;
-    say(`election failed: ${(e as Error).message}`);
+    say(`election failed: ${explainFailure(e)}`);
     return EXIT.UNAVAILABLE;
   } finally {
     process.off('SIGINT', onSig);

@@ -2,6 +2,7 @@
 // client protocol's `locks` op; a follower confirms with the leader before answering).
 import type { LockInfo } from '../transport/client-protocol.js';
 import { rpc, RpcError } from '../transport/rpc.js';
+import { rpcCredentials } from './credentials.js';
 
 export interface LocksQuery {
   readonly prefix?: string;
@@ -13,11 +14,11 @@ export async function fetchLocks(endpoints: readonly string[], q: LocksQuery, ti
   let last: Error = new Error('no endpoints');
   for (const url of endpoints) {
     try {
-      return await rpc<LockInfo[]>(url, { op: 'locks', ...(q.prefix ? { prefix: q.prefix } : {}), ...(q.limit ? { limit: q.limit } : {}) }, timeoutMs);
+      return await rpc<LockInfo[]>(url, { op: 'locks', ...(q.prefix ? { prefix: q.prefix } : {}), ...(q.limit ? { limit: q.limit } : {}) }, timeoutMs, rpcCredentials());
     } catch (e) {
       last = e as Error;
       // Arguments the cluster refuses are refused by every node: do not try the others.
-      if (e instanceof RpcError && e.code === 'INVALID_ARGUMENT') throw e;
+      if (e instanceof RpcError && ['INVALID_ARGUMENT', 'UNAUTHENTICATED', 'PERMISSION_DENIED'].includes(e.code)) throw e;
     }
   }
   throw last;

@@ -11,6 +11,7 @@ import { EXIT, electCommand, getCommand, leaderCommand, lockCommand } from './lo
 import { registerAdminCommands } from './admin-commands.js';
 import { registerKvCommands } from './kv-commands.js';
 import { registerFenceSql } from './fence-sql.js';
+import { explainFailure, registerCredentialOptions } from './credentials.js';
 
 const program = new Command();
 program
@@ -141,6 +142,7 @@ program
 registerAdminCommands(program, endpointsFrom);
 registerKvCommands(program, endpointsFrom);
 registerFenceSql(program);
+registerCredentialOptions(program);
 
 function nonNegativeInt(v: string): number {
   const n = Number(v);
@@ -160,7 +162,7 @@ program.parseAsync(process.argv).then(
     if (process.exitCode !== undefined) process.exit(process.exitCode);
   },
   (e: Error) => {
-    process.stderr.write(`palisade: ${e.message}\n`);
+    process.stderr.write(`palisade: ${explainFailure(e)}\n`);
     process.exit(1);
   },
 );

@@ -1,14 +1,15 @@
 // `palisade status`: each node's view of the cluster.
 import type { NodeStatus } from '../transport/client-protocol.js';
-import { rpc } from '../transport/rpc.js';
+import { rpc, type RpcCredentials } from '../transport/rpc.js';
+import { rpcCredentials } from './credentials.js';
 
 export type StatusRow = (NodeStatus & { endpoint: string }) | { endpoint: string; id: string; role: 'unreachable'; error: string };
 
-export async function fetchStatus(endpoints: readonly string[], timeoutMs = 1_500): Promise<StatusRow[]> {
+export async function fetchStatus(endpoints: readonly string[], timeoutMs = 1_500, credentials: RpcCredentials = rpcCredentials()): Promise<StatusRow[]> {
   return Promise.all(
     endpoints.map(async (endpoint, i): Promise<StatusRow> => {
       try {
-        const s = await rpc<NodeStatus>(endpoint, { op: 'status' }, timeoutMs);
+        const s = await rpc<NodeStatus>(endpoint, { op: 'status' }, timeoutMs, credentials);
         return { ...s, endpoint };
       } catch (e) {
         return { endpoint, id: `?${i + 1}`, role: 'unreachable', error: (e as Error).message };
