@@ -124,7 +124,11 @@ test('connect fails with UnavailableError when no node answers, UnauthenticatedE
   await cluster.stop();
   await assert.rejects(
     LockClient.connect({ endpoints: [deadUrl], requestTimeoutMs: 300, backoff: { initialMs: 5, maxMs: 20 } }),
-    UnavailableError,
+    (e: unknown) => {
+      assert.ok(e instanceof UnavailableError);
+      assert.match(e.message, /ECONNREFUSED/, 'says why the last connection attempt failed');
+      return true;
+    },
   );
 
   const guarded = await FakeCluster.forTest(t);
