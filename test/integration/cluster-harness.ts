@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync, openSync, readFileSync } from 'node
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { rpc } from '../../src/transport/rpc.js';
+import { rpc, type RpcCredentials } from '../../src/transport/rpc.js';
 import type { NodeStatus } from '../../src/transport/client-protocol.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -29,6 +29,12 @@ export interface HarnessOptions {
   sessions?: { defaultTtlMs?: number; minTtlMs?: number; maxTtlMs?: number; lockDelayMs?: number };
   snapshot?: { entries?: number; keepTail?: number };
   secret?: string;
+  /** Further top-level config sections (auth, tls, limits ...), written as given. */
+  extraConfig?: Record<string, unknown>;
+  /** wss:// URLs for these ports (their tls sections come in extraConfig). */
+  secure?: { peer?: boolean; client?: boolean };
+  /** How the harness itself reaches the client ports (status probes): token, CA. */
+  credentials?: RpcCredentials;
 }
 
 export interface NodeInfo {
@@ -45,6 +51,9 @@ export class TestCluster {
   readonly configPath: string;
   readonly nodes: NodeInfo[] = [];
   readonly procs = new Map<string, ChildProcess>();
+  credentials: RpcCredentials = {};
+  private peerScheme = 'ws';
+  private clientScheme = 'ws';
   private constructor(dir: string) {
     this.dir = dir;
     this.configPath = join(dir, 'cluster.config.json');
@@ -52,12 +61,15 @@ export class TestCluster {
 
   static async create(opts: HarnessOptions = {}): Promise<TestCluster> {
     const c = new TestCluster(mkdtempSync(join(tmpdir(), 'palisade-it-')));
+    c.credentials = opts.credentials ?? {};
+    if (opts.secure?.peer) c.peerScheme = 'wss';
+    if (opts.secure?.client) c.clientScheme = 'wss';
     const n = opts.nodes ?? 3;
     for (let i = 1; i <= n; i++) {
       c.nodes.push({
         id: `n${i}`,
-        peerUrl: `ws://127.0.0.1:${await freePort()}`,
-        clientUrl: `ws://127.0.0.1:${await freePort()}`,
+        peerUrl: `${c.peerScheme}://127.0.0.1:${await freePort()}`,
+        clientUrl: `${c.clientScheme}://127.0.0.1:${await freePort()}`,
         httpUrl: `http://127.0.0.1:${await freePort()}`,
         dataDir: join(c.dir, `n${i}`),
       });
@@ -69,6 +81,7 @@ export class TestCluster {
       raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300, ...opts.raft },
       sessions: { defaultTtlMs: 10000, minTtlMs: 600, maxTtlMs: 600000, lockDelayMs: 0, ...opts.sessions },
       snapshot: { entries: 20000, keepTail: 5000, ...opts.snapshot },
+      ...opts.extraConfig,
     };
     writeFileSync(c.configPath, JSON.stringify(config, null, 2));
     c.baseConfig = { ...config, nodes: [...c.nodes] };
@@ -83,8 +96,8 @@ export class TestCluster {
   async addNodeSpec(id: string): Promise<NodeInfo> {
     const n: NodeInfo = {
       id,
-      peerUrl: `ws://127.0.0.1:${await freePort()}`,
-      clientUrl: `ws://127.0.0.1:${await freePort()}`,
+      peerUrl: `${this.peerScheme}://127.0.0.1:${await freePort()}`,
+      clientUrl: `${this.clientScheme}://127.0.0.1:${await freePort()}`,
       httpUrl: `http://127.0.0.1:${await freePort()}`,
       dataDir: join(this.dir, id),
     };
@@ -123,7 +136,7 @@ export class TestCluster {
     for (;;) {
       if (p.exitCode !== null) throw new Error(`node ${id} exited at start-up:\n${this.logOf(id).slice(-2000)}`);
       try {
-        await rpc(this.node(id).clientUrl, { op: 'status' }, 500);
+        await rpc(this.node(id).clientUrl, { op: 'status' }, 500, this.credentials);
         return p;
       } catch {
         if (Date.now() > deadline) throw new Error(`node ${id} did not come up`);
@@ -165,7 +178,7 @@ export class TestCluster {
 
   async status(id: string): Promise<NodeStatus | null> {
     try {
-      return await rpc<NodeStatus>(this.node(id).clientUrl, { op: 'status' }, 1000);
+      return await rpc<NodeStatus>(this.node(id).clientUrl, { op: 'status' }, 1000, this.credentials);
     } catch {
       return null;
     }
