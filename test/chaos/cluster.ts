@@ -7,7 +7,8 @@ import { mkdirSync, openSync, closeSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rpc } from '../../src/transport/rpc.js';
 import type { NodeStatus } from '../../src/transport/client-protocol.js';
-import { CLI, freePort, sleep } from '../integration/cluster-harness.js';
+import { createServer, type Server } from 'node:net';
+import { CLI, sleep } from '../integration/cluster-harness.js';
 import { ProxyMesh } from './proxy.js';
 
 export interface ClusterTiming {
@@ -52,18 +53,23 @@ export class ChaosCluster {
   static async create(options: ClusterOptions): Promise<ChaosCluster> {
     mkdirSync(options.dataDir, { recursive: true });
     mkdirSync(options.logDir, { recursive: true });
+    // Every port of the cluster at once, so that no two are the same: a proxy listening on
+    // "any free port" could take a node's port before the node starts.
+    const n = options.nodes;
+    const ports = await distinctFreePorts(2 * n + n * (n - 1));
+    const take = (): number => ports.pop()!;
     const specs: NodeSpec[] = [];
-    for (let i = 1; i <= options.nodes; i++) {
+    for (let i = 1; i <= n; i++) {
       const id = `n${i}`;
       specs.push({
         id,
-        peerPort: await freePort(),
-        clientUrl: `ws://127.0.0.1:${await freePort()}`,
+        peerPort: take(),
+        clientUrl: `ws://127.0.0.1:${take()}`,
         dataDir: join(options.dataDir, id),
         configPath: join(options.dataDir, `${id}.config.json`),
       });
     }
-    const mesh = await ProxyMesh.create(new Map(specs.map((s) => [s.id, s.peerPort])));
+    const mesh = await ProxyMesh.create(new Map(specs.map((s) => [s.id, s.peerPort])), take);
     for (const self of specs) {
       const config = {
         clusterId: 'palisade-chaos',
@@ -117,7 +123,9 @@ export class ChaosCluster {
     });
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
-      if (p.exitCode !== null || p.signalCode !== null) throw new Error(`node ${id} exited at start-up (see ${id}.log)`);
+      if (p.exitCode !== null || p.signalCode !== null) {
+        throw new Error(`node ${id} exited at start-up (${p.signalCode ?? `code ${p.exitCode}`}; see ${id}.log)`);
+      }
       if ((await this.status(id, 500)) !== null) return;
       if (Date.now() > deadline) throw new Error(`node ${id} did not come up within ${START_TIMEOUT_MS} ms`);
       await sleep(50);
@@ -199,5 +207,23 @@ export class ChaosCluster {
     const s = this.specs.get(id);
     if (!s) throw new Error(`no node ${id}`);
     return s;
+  }
+}
+
+/** `count` distinct ports that were free a moment ago (all held open together, then released). */
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+      servers.push(server);
+    }
+    return servers.map((s) => (s.address() as { port: number }).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
   }
 }
