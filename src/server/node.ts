@@ -694,6 +694,7 @@ export class PalisadeNode {
   /** Leadership transfer (thesis §3.10) to `to`, or to the most caught-up voter. */
   private async transferLeadership(to: string | undefined): Promise<Answer> {
     const target = to ?? this.raft.progress().filter((p) => p.id !== this.id && !p.learner).sort((a, b) => b.match - a.match)[0]?.id;
+    if (target === this.id) return { ok: true, result: { leader: this.id } };
     if (!target) return fail('CONFLICT', 'no other voter to hand leadership to');
     if (!this.raft.transferLeader(target)) return fail('INVALID_ARGUMENT', `${target} is not a voter this leader can hand over to`);
     this.driver.kick();

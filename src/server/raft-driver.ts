@@ -39,6 +39,8 @@ export class RaftDriver {
   private idleWaiters: (() => void)[] = [];
   /** The hard state last written, to tell a commit-only Ready from a term or vote change. */
   private lastHard: HardState;
+  /** A hard state not yet written (only its commit index moved). */
+  private pendingHard: HardState | null = null;
   /** Counters for benchmarks and metrics. */
   readonly stats = { readies: 0, fsyncBatches: 0, entriesPersisted: 0, entriesApplied: 0 };
 
@@ -90,20 +92,25 @@ export class RaftDriver {
         const early = rd.messages.filter((m) => LEADER_MESSAGES.has(m.type));
         const late = early.length === rd.messages.length ? [] : rd.messages.filter((m) => !LEADER_MESSAGES.has(m.type));
         if (early.length) this.hooks.send(early);
-        if (rd.hardState || rd.entries.length || rd.snapshot) {
-          // Entries, a snapshot, a term or a vote must be durable before the messages that
-          // depend on them; a Ready that only moves the commit index need not wait for fsync.
-          const sync = rd.entries.length > 0 || rd.snapshot !== undefined || this.termOrVoteChanged(rd);
+        // Entries, a snapshot, a term or a vote must be durable before the messages that
+        // depend on them. A Ready that only moves the commit index writes nothing now: the
+        // commit index is recoverable (a restarted node re-learns it from the leader), so it
+        // rides along with the next durable batch instead of costing a write on the path
+        // from commit to apply (etcd's MustSync rule, one step further).
+        const mustSync = rd.entries.length > 0 || rd.snapshot !== undefined || this.termOrVoteChanged(rd);
+        if (rd.hardState) this.pendingHard = rd.hardState;
+        if (mustSync) {
+          const hardState = this.pendingHard;
           await this.storage.save({
-            ...(rd.hardState ? { hardState: rd.hardState } : {}),
+            ...(hardState ? { hardState } : {}),
             ...(rd.snapshot ? { snapshot: rd.snapshot } : {}),
             entries: rd.entries,
-            sync,
           });
-          if (sync) this.stats.fsyncBatches++;
+          if (hardState) this.lastHard = hardState;
+          if (this.pendingHard === hardState) this.pendingHard = null;
+          this.stats.fsyncBatches++;
           this.stats.entriesPersisted += rd.entries.length;
         }
-        if (rd.hardState) this.lastHard = rd.hardState;
         if (this.stopped) break;
         if (late.length) this.hooks.send(late);
         if (rd.softState) this.hooks.softState(rd.softState);
@@ -146,6 +153,11 @@ export class RaftDriver {
     this.timer = null;
     while (this.running) await new Promise((r) => setTimeout(r, 1));
     this.stopped = true;
+    // Keep the latest commit index on a clean stop, so a restart applies up to it at once.
+    if (this.pendingHard) {
+      await this.storage.save({ hardState: this.pendingHard, entries: [] }).catch(() => {});
+      this.pendingHard = null;
+    }
     for (const w of this.idleWaiters.splice(0)) w();
   }
 }

@@ -40,11 +40,6 @@ export interface SaveBatch {
   readonly hardState?: HardState;
   readonly entries: readonly Entry[];
   readonly snapshot?: Snapshot;
-  /**
-   * false: the batch only moves the commit index, which a restarted node re-learns from
-   * the leader, so it need not wait for fsync (etcd's MustSync rule). Default true.
-   */
-  readonly sync?: boolean;
 }
 
 export interface StorageStats {
@@ -202,7 +197,7 @@ export class RaftStorage {
         ops.push({ type: 'put', key: HARD_STATE_KEY, value: encodeHardState(batch.hardState) });
       }
       if (ops.length === 0) return;
-      await this.writeSync(ops, batch.sync ?? true);
+      await this.writeSync(ops);
       Object.assign(this.bounds, next);
     });
   }
@@ -275,18 +270,17 @@ export class RaftStorage {
     return result;
   }
 
-  private async writeSync(ops: Op[], sync = true): Promise<void> {
+  private async writeSync(ops: Op[]): Promise<void> {
     let bytes = 0;
     for (const op of ops) bytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
     const started = performance.now();
     try {
-      await this.db.batch(ops, { sync });
+      await this.db.batch(ops, { sync: true });
     } catch (err) {
       this.failure = err;
       throw new StorageError(this.dir, `a synchronous write failed (${describe(err)})`, { cause: err });
     }
-    if (sync) this.countWrite(bytes, performance.now() - started);
-    else this.bytesWritten += bytes;
+    this.countWrite(bytes, performance.now() - started);
   }
 
   private countWrite(bytes: number, ms: number): void {
