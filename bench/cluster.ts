@@ -1,0 +1,254 @@
+// A fresh 3-node cluster of real `palisade serve` processes (dist/cli/main.js) for one
+// workload: generated config in a temporary folder, distinct free ports, LevelDB with fsync
+// on, and the Raft timing of the project's cluster.config.json (tick 10 ms, heartbeat 50 ms,
+// election 300 ms). The client-port limits that protect a node from one client address are
+// lifted, because every bench client connects from 127.0.0.1 (see docs/benchmarks.md).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { epochMs, sleep } from './lib/clock.js';
+import { nodeStatus, type BenchNode, type NodeCounters } from './lib/node-sampler.js';
+
+export const ROOT = resolve(import.meta.dirname, '..');
+export const CLI = join(ROOT, 'dist/cli/main.js');
+
+/** Limits lifted for the bench: all its clients share one address and many sessions share a connection. */
+export const BENCH_LIMITS = {
+  requestsPerSecond: 0,
+  maxConnectionsPerAddress: 100_000,
+  maxSessionsPerConnection: 100_000,
+} as const;
+
+interface NodeSpec {
+  readonly id: string;
+  readonly peerUrl: string;
+  readonly clientUrl: string;
+  readonly dataDir: string;
+}
+
+/** The raft, sessions and snapshot sections of the project's cluster.config.json. */
+export interface ClusterTiming {
+  readonly raft: { readonly tickMs: number; readonly heartbeatMs: number; readonly electionTimeoutMs: number };
+  readonly sessions: Readonly<Record<string, number>>;
+  readonly snapshot: Readonly<Record<string, number>>;
+}
+
+export function projectTiming(): ClusterTiming {
+  const raw = JSON.parse(readFileSync(join(ROOT, 'cluster.config.json'), 'utf8')) as Partial<ClusterTiming>;
+  return {
+    raft: raw.raft ?? { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 },
+    sessions: raw.sessions ?? {},
+    snapshot: raw.snapshot ?? {},
+  };
+}
+
+/**
+ * Several distinct free ports, held open together while they are picked. They are drawn
+ * below the kernel's ephemeral range (net.ipv4.ip_local_port_range, usually from 32768), so
+ * that neither the source port of some outgoing connection nor another suite's listen(0)
+ * takes one between our check and the node's listen.
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  const ports: number[] = [];
+  try {
+    while (ports.length < count) {
+      const port = 20_000 + Math.floor(Math.random() * 12_000);
+      if (ports.includes(port)) continue;
+      const s = createServer();
+      const ok = await new Promise<boolean>((res) => {
+        s.once('error', () => res(false));
+        s.listen(port, '127.0.0.1', () => res(true));
+      });
+      if (!ok) continue;
+      servers.push(s);
+      ports.push(port);
+    }
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((res) => s.close(() => res()))));
+  }
+  return ports;
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
+});
+
+export class BenchCluster {
+  private readonly procs = new Map<string, ChildProcess>();
+
+  private constructor(
+    readonly dir: string,
+    readonly configPath: string,
+    private readonly specs: readonly NodeSpec[],
+    readonly timing: ClusterTiming,
+  ) {}
+
+  static async create(size = 3): Promise<BenchCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
+    const ports = await freePorts(2 * size);
+    const specs: NodeSpec[] = Array.from({ length: size }, (_, i) => ({
+      id: `n${i + 1}`,
+      peerUrl: `ws://127.0.0.1:${ports[2 * i]!}`,
+      clientUrl: `ws://127.0.0.1:${ports[2 * i + 1]!}`,
+      dataDir: join(dir, `n${i + 1}`),
+    }));
+    const timing = projectTiming();
+    const configPath = join(dir, 'cluster.config.json');
+    const config = {
+      clusterId: 'palisade-bench',
+      secret: 'palisade-bench-secret-0123456789abcdef',
+      nodes: specs,
+      raft: timing.raft,
+      sessions: timing.sessions,
+      snapshot: timing.snapshot,
+      limits: BENCH_LIMITS,
+    };
+    writeFileSync(configPath, JSON.stringify(config, null, 2));
+    return new BenchCluster(dir, configPath, specs, timing);
+  }
+
+  /** create + startAll, on fresh ports again if a node could not start (a port taken meanwhile). */
+  static async launch(attempts = 3): Promise<BenchCluster> {
+    for (let i = 1; ; i++) {
+      const c = await BenchCluster.create();
+      try {
+        await c.startAll();
+        await c.waitCaughtUp();
+        return c;
+      } catch (e) {
+        const tails = c.ids.map((id) => `--- ${id} ---\n${c.logTail(id, 800)}`).join('\n');
+        await c.stop();
+        if (i >= attempts) throw new Error(`${(e as Error).message}\n${tails}`);
+      }
+    }
+  }
+
+  get ids(): string[] {
+    return this.specs.map((s) => s.id);
+  }
+
+  get endpoints(): string[] {
+    return this.specs.map((s) => s.clientUrl);
+  }
+
+  clientUrl(id: string): string {
+    return this.spec(id).clientUrl;
+  }
+
+  /** The running nodes with their pids, as the client process needs them. */
+  nodes(): BenchNode[] {
+    return this.specs.filter((s) => this.procs.has(s.id)).map((s) => ({ id: s.id, clientUrl: s.clientUrl, pid: this.pid(s.id) }));
+  }
+
+  pid(id: string): number {
+    const pid = this.procs.get(id)?.pid;
+    if (pid === undefined) throw new Error(`node ${id} is not running`);
+    return pid;
+  }
+
+  isRunning(id: string): boolean {
+    return this.procs.has(id);
+  }
+
+  async startAll(): Promise<void> {
+    await Promise.all(this.specs.map((s) => this.start(s.id)));
+    await this.waitForLeader();
+  }
+
+  /** Start one node on its data directory; resolves once its client port answers. */
+  async start(id: string): Promise<void> {
+    const spec = this.spec(id);
+    const log = openSync(join(this.dir, `${id}.log`), 'a');
+    const p = spawn(process.execPath, [CLI, 'serve', '--config', this.configPath, '--id', id, '--log-level', 'info'], {
+      stdio: ['ignore', log, log],
+    });
+    closeSync(log);
+    this.procs.set(id, p);
+    running.add(p);
+    p.once('exit', () => {
+      running.delete(p);
+      if (this.procs.get(id) === p) this.procs.delete(id);
+    });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      if (p.exitCode !== null || p.signalCode !== null) throw new Error(`node ${id} exited at start-up:\n${this.logTail(id)}`);
+      if (await nodeStatus(spec.clientUrl, 500)) return;
+      if (Date.now() > deadline) throw new Error(`node ${id} did not come up:\n${this.logTail(id)}`);
+      await sleep(50);
+    }
+  }
+
+  /** SIGKILL a node; resolves with the time the signal was sent, once the process is gone. */
+  async kill(id: string): Promise<number> {
+    const p = this.procs.get(id);
+    if (!p) throw new Error(`node ${id} is not running`);
+    const exited = new Promise<void>((res) => p.once('exit', () => res()));
+    const at = epochMs();
+    p.kill('SIGKILL');
+    await exited;
+    return at;
+  }
+
+  async status(id: string): Promise<NodeCounters | null> {
+    return this.procs.has(id) ? nodeStatus(this.spec(id).clientUrl, 1_000) : null;
+  }
+
+  /** Wait until every running node names the same leader in the same term. */
+  async waitForLeader(timeoutMs = 15_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const ids = [...this.procs.keys()];
+      const all = await Promise.all(ids.map((id) => this.status(id)));
+      const leader = all.find((s) => s?.role === 'leader');
+      if (leader && all.every((s) => s !== null && s.leader === leader.leader && s.term === leader.term) && leader.leader !== null) {
+        return leader.leader;
+      }
+      if (Date.now() > deadline) throw new Error(`no agreed leader within ${timeoutMs} ms`);
+      await sleep(20);
+    }
+  }
+
+  /** Wait until every running node has applied what the leader had committed when asked. */
+  async waitCaughtUp(timeoutMs = 60_000): Promise<void> {
+    const leader = await this.waitForLeader(timeoutMs);
+    const target = (await this.status(leader))?.commitIndex ?? 0;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const all = await Promise.all([...this.procs.keys()].map((id) => this.status(id)));
+      if (all.every((s) => s !== null && s.appliedIndex >= target)) return;
+      if (Date.now() > deadline) throw new Error(`nodes did not catch up to ${target} within ${timeoutMs} ms`);
+      await sleep(50);
+    }
+  }
+
+  logTail(id: string, chars = 2_000): string {
+    try {
+      return readFileSync(join(this.dir, `${id}.log`), 'utf8').slice(-chars);
+    } catch {
+      return '';
+    }
+  }
+
+  async stop(options: { keepData?: boolean } = {}): Promise<void> {
+    await Promise.all(
+      [...this.procs.values()].map(
+        (p) =>
+          new Promise<void>((res) => {
+            p.once('exit', () => res());
+            p.kill('SIGKILL');
+          }),
+      ),
+    );
+    if (!options.keepData) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private spec(id: string): NodeSpec {
+    const s = this.specs.find((x) => x.id === id);
+    if (!s) throw new Error(`no node ${id}`);
+    return s;
+  }
+}

@@ -1,0 +1,97 @@
+// Command-line options of `npm run bench`.
+import { parseArgs } from 'node:util';
+
+export const WORKLOADS = ['uncontended', 'contended', 'raft', 'sessions', 'memory', 'failover'] as const;
+export type WorkloadName = (typeof WORKLOADS)[number];
+
+export interface BenchOptions {
+  readonly quick: boolean;
+  readonly only: readonly WorkloadName[];
+  /** Measurement window per figure. */
+  readonly durationMs: number;
+  readonly warmupMs: number;
+  /** Failover tries of each kind. */
+  readonly tries: number;
+  readonly sessionCounts: readonly number[];
+  readonly sessionTtlMs: number;
+  readonly memorySessions: number;
+  readonly locksPerSession: number;
+  readonly uncontendedClients: readonly number[];
+  readonly outDir: string;
+  readonly build: boolean;
+  readonly keepData: boolean;
+}
+
+export const USAGE = `npm run bench -- [options]
+  --quick              every workload for about a second, scaled-down sessions and memory
+  --only LIST          comma-separated: ${WORKLOADS.join(', ')}
+  --duration S         measurement window per figure (default 10, quick 1)
+  --warmup S           warm-up before each window (default 2, quick 0.5)
+  --tries N            failover tries of each kind (default 10, quick 2)
+  --sessions LIST      open sessions for the sessions workload (default 10000,100000; quick 2000)
+  --session-ttl MS     their TTL; keepalives go every TTL/3 (default 30000)
+  --locks N            locks held for the memory figure (default 100000; quick 10000), 100 per session
+  --clients LIST       client counts of the uncontended workload (default 1,16,64,256)
+  --out DIR            where the JSON goes (default bench/results)
+  --no-build           use dist/ as it is (by default it is rebuilt when src/ is newer)
+  --keep-data          keep each cluster's folder (logs, LevelDB) and print where it is`;
+
+function list(v: string | undefined): string[] | undefined {
+  return v === undefined ? undefined : v.split(',').map((x) => x.trim()).filter(Boolean);
+}
+
+function numbers(v: string | undefined, what: string): number[] | undefined {
+  const l = list(v);
+  if (!l) return undefined;
+  const out = l.map(Number);
+  if (out.some((n) => !Number.isFinite(n) || n <= 0)) throw new Error(`${what}: expected positive numbers, got "${v}"`);
+  return out;
+}
+
+export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      tries: { type: 'string' },
+      sessions: { type: 'string' },
+      'session-ttl': { type: 'string' },
+      locks: { type: 'string' },
+      clients: { type: 'string' },
+      out: { type: 'string', default: 'bench/results' },
+      'no-build': { type: 'boolean', default: false },
+      'keep-data': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) return 'help';
+  const quick = values.quick ?? false;
+  const only = (list(values.only) ?? [...WORKLOADS]) as WorkloadName[];
+  for (const w of only) if (!WORKLOADS.includes(w)) throw new Error(`--only: unknown workload "${w}" (have: ${WORKLOADS.join(', ')})`);
+  const seconds = (v: string | undefined, fallback: number, what: string): number => {
+    if (v === undefined) return fallback * 1000;
+    const n = Number(v);
+    if (!(n > 0)) throw new Error(`${what}: expected seconds > 0, got "${v}"`);
+    return n * 1000;
+  };
+  const locks = numbers(values.locks, '--locks')?.[0] ?? (quick ? 10_000 : 100_000);
+  return {
+    quick,
+    only: WORKLOADS.filter((w) => only.includes(w)),
+    durationMs: seconds(values.duration, quick ? 1 : 10, '--duration'),
+    warmupMs: seconds(values.warmup, quick ? 0.5 : 2, '--warmup'),
+    tries: numbers(values.tries, '--tries')?.[0] ?? (quick ? 2 : 10),
+    sessionCounts: numbers(values.sessions, '--sessions') ?? (quick ? [2_000] : [10_000, 100_000]),
+    sessionTtlMs: numbers(values['session-ttl'], '--session-ttl')?.[0] ?? 30_000,
+    memorySessions: Math.max(1, Math.round(locks / 100)),
+    locksPerSession: 100,
+    uncontendedClients: numbers(values.clients, '--clients') ?? [1, 16, 64, 256],
+    outDir: values.out ?? 'bench/results',
+    build: !(values['no-build'] ?? false),
+    keepData: values['keep-data'] ?? false,
+  };
+}

@@ -1,0 +1,197 @@
+// Many sessions multiplexed over a few raw connections, kept alive every TTL/3 the way an
+// SDK would: each session's keepalive is due one period after its last one. Once every
+// session is open the pool spreads them evenly over the period, so the keepalive rate is
+// steady (sessions / period). Expiry is watched two ways: `sessionExpired` events pushed to
+// the connection that opened a session, and UNKNOWN_SESSION answers to keepalives.
+import { performance } from 'node:perf_hooks';
+import type { ServerEvent } from '../../src/transport/client-protocol.js';
+import { epochMs, sleep } from './clock.js';
+import { LatencyRecorder } from './latency.js';
+import { RawConnection, resultOf, type Reply } from './raw-connection.js';
+
+export interface PoolSession {
+  readonly id: number;
+  readonly conn: RawConnection;
+  /** Next sequence number for session-scoped writes. */
+  seq: number;
+}
+
+/** A ring of session indexes ordered by when their keepalive is due. */
+class DueQueue {
+  private readonly index: Int32Array;
+  private readonly due: Float64Array;
+  private head = 0;
+  private count = 0;
+
+  constructor(capacity: number) {
+    this.index = new Int32Array(capacity);
+    this.due = new Float64Array(capacity);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  push(session: number, dueAt: number): void {
+    const at = (this.head + this.count) % this.index.length;
+    this.index[at] = session;
+    this.due[at] = dueAt;
+    this.count++;
+  }
+
+  /** The front entry if it is due by `now`, removed; else -1. */
+  popDue(now: number): { session: number; due: number } | null {
+    if (this.count === 0 || this.due[this.head]! > now) return null;
+    const out = { session: this.index[this.head]!, due: this.due[this.head]! };
+    this.head = (this.head + 1) % this.index.length;
+    this.count--;
+    return out;
+  }
+
+  drain(): number[] {
+    const out: number[] = [];
+    while (this.count > 0) {
+      out.push(this.index[this.head]!);
+      this.head = (this.head + 1) % this.index.length;
+      this.count--;
+    }
+    return out;
+  }
+}
+
+export class SessionPool {
+  readonly sessions: PoolSession[] = [];
+  readonly keepAliveMs = new LatencyRecorder();
+  /** Keepalives answered while recording (the measurement window). */
+  keepAlivesRecorded = 0;
+  recording = false;
+  /** Sessions the cluster said expired (events), and keepalives answered UNKNOWN_SESSION. */
+  readonly expiredByEvent = new Set<number>();
+  unknownOnKeepAlive = 0;
+  keepAliveErrors = 0;
+  firstError: string | null = null;
+  private readonly queue: DueQueue;
+  private readonly periodMs: number;
+  private ticker: NodeJS.Timeout | null = null;
+  private inFlight = 0;
+  private readonly ids = new Set<number>();
+
+  private constructor(
+    private readonly connections: readonly RawConnection[],
+    readonly ttlMs: number,
+    capacity: number,
+  ) {
+    this.periodMs = ttlMs / 3;
+    this.queue = new DueQueue(capacity);
+    for (const c of connections) c.onEvent((e) => this.onEvent(e));
+  }
+
+  static async open(url: string, connections: number, ttlMs: number, capacity: number): Promise<SessionPool> {
+    const conns = await Promise.all(Array.from({ length: connections }, () => RawConnection.open(url)));
+    return new SessionPool(conns, ttlMs, capacity);
+  }
+
+  /** Open `count` sessions, spread over the connections, `perConnection` in flight on each. */
+  async openSessions(count: number, perConnection = 32, onProgress?: (opened: number) => void): Promise<void> {
+    this.startKeepAlive();
+    const k = this.connections.length;
+    let next = 0;
+    let lastReport = epochMs();
+    const worker = async (conn: RawConnection): Promise<void> => {
+      while (next < count) {
+        next++;
+        const reply = await conn.call({ op: 'openSession', ttlMs: this.ttlMs });
+        const { session } = resultOf(reply, 'openSession') as { session: number };
+        const s: PoolSession = { id: session, conn, seq: 0 };
+        this.ids.add(session);
+        this.queue.push(this.sessions.length, epochMs() + this.periodMs);
+        this.sessions.push(s);
+        if (onProgress && epochMs() - lastReport > 5_000) {
+          lastReport = epochMs();
+          onProgress(this.sessions.length);
+        }
+      }
+    };
+    await Promise.all(this.connections.flatMap((c) => Array.from({ length: Math.min(perConnection, Math.ceil(count / k)) }, () => worker(c))));
+  }
+
+  /** Spread the sessions' keepalives evenly over one period from now. No session waits
+   *  longer than two periods (< TTL) between keepalives across the change. */
+  spreadEvenly(): void {
+    const order = this.queue.drain();
+    const now = epochMs();
+    order.forEach((s, k) => this.queue.push(s, now + ((k + 1) / order.length) * this.periodMs));
+  }
+
+  startKeepAlive(): void {
+    this.ticker ??= setInterval(() => this.tick(), 5);
+  }
+
+  async stopKeepAlive(): Promise<void> {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
+    while (this.inFlight > 0) await sleep(5);
+  }
+
+  /** One more keepalive for every session (a bounded number in flight per connection);
+   *  returns how many were not acknowledged. */
+  async keepAliveAll(perConnection = 256): Promise<number> {
+    let failed = 0;
+    const byConn = new Map<RawConnection, PoolSession[]>();
+    for (const s of this.sessions) (byConn.get(s.conn) ?? byConn.set(s.conn, []).get(s.conn)!).push(s);
+    await Promise.all(
+      [...byConn.values()].flatMap((list) => {
+        let i = 0;
+        return Array.from({ length: Math.min(perConnection, list.length) }, async () => {
+          while (i < list.length) {
+            const s = list[i++]!;
+            const r = await s.conn.call({ op: 'keepAlive', session: s.id });
+            if (!r.ok) failed++;
+          }
+        });
+      }),
+    );
+    return failed;
+  }
+
+  /** A session-scoped write with the session's next seq (every earlier one answered). */
+  write(s: PoolSession, body: { op: 'acquire'; name: string; mode: 'exclusive'; wait: boolean }): Promise<Reply> {
+    const seq = ++s.seq;
+    return s.conn.call({ ...body, session: s.id, seq, ackedSeq: seq - 1 });
+  }
+
+  close(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    for (const c of this.connections) c.close();
+  }
+
+  private tick(): void {
+    const now = epochMs();
+    for (let due = this.queue.popDue(now); due; due = this.queue.popDue(now)) {
+      const s = this.sessions[due.session]!;
+      this.queue.push(due.session, due.due + this.periodMs);
+      this.sendKeepAlive(s);
+    }
+  }
+
+  private sendKeepAlive(s: PoolSession): void {
+    const started = performance.now();
+    const recording = this.recording;
+    this.inFlight++;
+    void s.conn.call({ op: 'keepAlive', session: s.id }).then((r) => {
+      this.inFlight--;
+      if (recording && this.recording) {
+        this.keepAliveMs.push(performance.now() - started);
+        this.keepAlivesRecorded++;
+      }
+      if (r.ok) return;
+      if (r.error.code === 'UNKNOWN_SESSION') this.unknownOnKeepAlive++;
+      else this.keepAliveErrors++;
+      this.firstError ??= `keepAlive: ${r.error.code} ${r.error.message}`;
+    });
+  }
+
+  private onEvent(e: ServerEvent): void {
+    if (e.event === 'sessionExpired' && this.ids.has(e.session)) this.expiredByEvent.add(e.session);
+  }
+}

@@ -1,0 +1,122 @@
+// npm run bench [-- --quick] [--only uncontended,contended] [--duration S] ...
+//
+// For each figure: a fresh 3-node cluster of real `palisade serve` processes (bench/cluster.ts),
+// a separate client process running the workload through the public SDK or the raw protocol
+// (bench/worker.ts), a fixed window after a warm-up, and the nodes' own counters and CPU at
+// the window's edges. Prints one table and writes the same figures as JSON to
+// bench/results/bench-<timestamp>.json and bench/results/latest.json. docs/benchmarks.md
+// says what each workload measures.
+import { execFileSync } from 'node:child_process';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { ensureBuilt } from './build-check.js';
+import { BenchCluster, BENCH_LIMITS, CLI, ROOT, projectTiming } from './cluster.js';
+import { driveFailover } from './failover-driver.js';
+import { epochMs } from './lib/clock.js';
+import { parseOptions, USAGE, type BenchOptions } from './lib/options.js';
+import { planCases, type BenchCase } from './plan.js';
+import { renderTable, writeReport, type CaseOutcome } from './report.js';
+import { TARGETS } from './targets.js';
+import { WorkerHost } from './worker-host.js';
+
+const log = (line: string): void => console.log(`[bench] ${line}`);
+
+function git(args: string[]): string | null {
+  try {
+    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return null;
+  }
+}
+
+function machine(): Record<string, unknown> {
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? null,
+    memoryBytes: totalmem(),
+    node: process.version,
+    loadAvgAtStart: loadavg(),
+    commit: git(['rev-parse', '--short', 'HEAD']),
+    // Uncommitted changes to the product's source: the figures are of the working tree.
+    srcModified: (git(['status', '--porcelain', '--', 'src']) ?? '').split('\n').filter(Boolean).length,
+  };
+}
+
+async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
+  const started = epochMs();
+  log(`${c.label}: starting a fresh cluster`);
+  let cluster: BenchCluster;
+  try {
+    cluster = await BenchCluster.launch();
+  } catch (e) {
+    const error = `cluster did not start: ${e instanceof Error ? e.message : String(e)}`;
+    log(`${c.label}: FAILED: ${error}`);
+    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error };
+  }
+  let host: WorkerHost | null = null;
+  try {
+    host = new WorkerHost(c.spec(cluster.nodes(), cluster.endpoints), (line) => log(line));
+    if (c.workload === 'failover') await driveFailover(cluster, host, o.tries, log);
+    const result = await host.result();
+    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result, error: null };
+  } catch (e) {
+    const error = e instanceof Error ? e.message : String(e);
+    log(`${c.label}: FAILED: ${error}`);
+    for (const id of cluster.ids) log(`--- ${id} log tail ---\n${cluster.logTail(id, 1_500)}`);
+    host?.kill();
+    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error };
+  } finally {
+    await cluster.stop({ keepData: o.keepData });
+    if (o.keepData) log(`${c.label}: cluster data kept in ${cluster.dir}`);
+  }
+}
+
+async function main(): Promise<number> {
+  const parsed = parseOptions(process.argv.slice(2));
+  if (parsed === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+  const o = parsed;
+  if (o.build) ensureBuilt(ROOT, CLI, log);
+  const startedAt = new Date();
+  const t0 = epochMs();
+  const m = machine();
+  const load = loadavg()[0]!;
+  log(`${o.quick ? 'quick' : 'full'} run: ${o.only.join(', ')}; window ${o.durationMs / 1000} s after ${o.warmupMs / 1000} s warm-up`);
+  log(`machine: ${cpus().length} cores, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}${load > cpus().length ? ' (BUSY: the figures will be low)' : ''}`);
+  const outcomes: CaseOutcome[] = [];
+  for (const c of planCases(o)) {
+    const outcome = await runCase(c, o);
+    outcomes.push(outcome);
+    log(`${c.label}: done in ${outcome.seconds.toFixed(1)} s`);
+  }
+  const wallSeconds = (epochMs() - t0) / 1000;
+  const path = writeReport(resolve(ROOT, o.outDir), {
+    startedAt: startedAt.toISOString(),
+    wallSeconds,
+    mode: o.quick ? 'quick' : 'full',
+    options: { ...o },
+    machine: { ...m, loadAvgAtEnd: loadavg() },
+    cluster: { nodes: 3, fsync: true, ...projectTiming(), limits: BENCH_LIMITS },
+    targets: TARGETS,
+    cases: outcomes,
+  });
+  console.log('');
+  console.log(renderTable(outcomes));
+  console.log('');
+  console.log(
+    `load average ${(m['loadAvgAtStart'] as number[]).map((x) => x.toFixed(2)).join(' ')} at start, ${loadavg().map((x) => x.toFixed(2)).join(' ')} at end ` +
+      `(${cpus().length} cores); commit ${String(m['commit'])}${m['srcModified'] ? ` + ${String(m['srcModified'])} modified files in src/` : ''}`,
+  );
+  console.log(`wall time ${wallSeconds.toFixed(0)} s; JSON: ${path}`);
+  return outcomes.some((x) => x.error !== null) ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    console.error(e instanceof Error ? (e.stack ?? e.message) : e);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,78 @@
+// sessions: N open sessions kept alive every TTL/3, multiplexed over raw connections to the
+// leader (1,000 sessions per connection). Figures: the leader's CPU over the window, the
+// keepalive rate and latency, and that no session that kept alive expired (no sessionExpired
+// event, no UNKNOWN_SESSION answer, and a final keepalive acknowledged for every session).
+import { epochMs } from '../lib/clock.js';
+import { findLeader } from '../lib/leader.js';
+import type { LatencySummary } from '../lib/latency.js';
+import type { WindowCost } from '../lib/node-sampler.js';
+import { SessionPool } from '../lib/session-pool.js';
+import type { WorkloadTiming } from '../lib/spec.js';
+import { measureWindow, type WindowState } from '../lib/window.js';
+import { sleep } from '../lib/clock.js';
+
+export interface SessionsSpec extends WorkloadTiming {
+  readonly kind: 'sessions';
+  readonly sessions: number;
+  readonly sessionsPerConnection: number;
+  readonly ttlMs: number;
+}
+
+export interface SessionsResult {
+  readonly kind: 'sessions';
+  readonly sessions: number;
+  readonly connections: number;
+  readonly ttlMs: number;
+  readonly openSeconds: number;
+  readonly opensPerSec: number;
+  readonly keepAlivesPerSec: number;
+  readonly keepAliveMs: LatencySummary;
+  readonly leader: string;
+  readonly leaderCpuPct: number | null;
+  readonly expiredEvents: number;
+  readonly unknownOnKeepAlive: number;
+  readonly finalKeepAliveFailed: number;
+  readonly errors: number;
+  readonly firstError: string | null;
+  readonly window: WindowCost;
+}
+
+export async function runSessions(spec: SessionsSpec, log: (line: string) => void): Promise<SessionsResult> {
+  const leader = await findLeader(spec.nodes);
+  const connections = Math.max(1, Math.ceil(spec.sessions / spec.sessionsPerConnection));
+  const pool = await SessionPool.open(leader.clientUrl, connections, spec.ttlMs, spec.sessions);
+  try {
+    const t0 = epochMs();
+    await pool.openSessions(spec.sessions, 32, (n) => log(`sessions: ${n} open`));
+    const openSeconds = (epochMs() - t0) / 1000;
+    log(`sessions: ${spec.sessions} open in ${openSeconds.toFixed(1)} s; keepalives every ${spec.ttlMs / 3000} s`);
+    pool.spreadEvenly();
+    await sleep(spec.warmupMs);
+    const state: WindowState = { phase: 'warmup', stop: false };
+    pool.recording = true;
+    const w = await measureWindow(spec.nodes, spec.durationMs, state);
+    pool.recording = false;
+    await pool.stopKeepAlive();
+    const finalFailed = await pool.keepAliveAll();
+    return {
+      kind: 'sessions',
+      sessions: spec.sessions,
+      connections,
+      ttlMs: spec.ttlMs,
+      openSeconds,
+      opensPerSec: spec.sessions / openSeconds,
+      keepAlivesPerSec: pool.keepAlivesRecorded / (w.elapsedMs / 1000),
+      keepAliveMs: pool.keepAliveMs.summary(),
+      leader: leader.id,
+      leaderCpuPct: w.cost.cpuPct.nodes[leader.id] ?? null,
+      expiredEvents: pool.expiredByEvent.size,
+      unknownOnKeepAlive: pool.unknownOnKeepAlive,
+      finalKeepAliveFailed: finalFailed,
+      errors: pool.keepAliveErrors,
+      firstError: pool.firstError,
+      window: w.cost,
+    };
+  } finally {
+    pool.close();
+  }
+}
