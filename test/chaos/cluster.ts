@@ -23,6 +23,8 @@ export interface ClusterOptions extends ClusterTiming {
   readonly dataDir: string;
   /** One log file per node. */
   readonly logDir: string;
+  /** The `palisade` entry point the nodes run (default: dist/cli/main.js). */
+  readonly cli?: string;
 }
 
 interface NodeSpec {
@@ -42,12 +44,14 @@ export class ChaosCluster {
   private readonly procs = new Map<string, ChildProcess>();
   private readonly paused = new Set<string>();
   private readonly logDir: string;
+  private readonly cli: string;
 
-  private constructor(specs: NodeSpec[], mesh: ProxyMesh, logDir: string) {
+  private constructor(specs: NodeSpec[], mesh: ProxyMesh, logDir: string, cli: string) {
     this.specs = new Map(specs.map((s) => [s.id, s]));
     this.ids = specs.map((s) => s.id);
     this.mesh = mesh;
     this.logDir = logDir;
+    this.cli = cli;
   }
 
   static async create(options: ClusterOptions): Promise<ChaosCluster> {
@@ -88,7 +92,7 @@ export class ChaosCluster {
       };
       writeFileSync(self.configPath, JSON.stringify(config, null, 2));
     }
-    return new ChaosCluster(specs, mesh, options.logDir);
+    return new ChaosCluster(specs, mesh, options.logDir, options.cli ?? CLI);
   }
 
   get endpoints(): string[] {
@@ -112,7 +116,7 @@ export class ChaosCluster {
   async start(id: string): Promise<void> {
     const spec = this.spec(id);
     const log = openSync(join(this.logDir, `${id}.log`), 'a');
-    const p = spawn(process.execPath, [CLI, 'serve', '--config', spec.configPath, '--id', id, '--log-level', 'info'], {
+    const p = spawn(process.execPath, [this.cli, 'serve', '--config', spec.configPath, '--id', id, '--log-level', 'info'], {
       stdio: ['ignore', log, log],
     });
     closeSync(log);

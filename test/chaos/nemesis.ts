@@ -39,15 +39,17 @@ export interface PlanOptions {
   readonly runMs: number;
   /** Session TTL: client pauses outlast it, and some node pauses do. */
   readonly ttlMs: number;
+  /** The kinds to draw from (default: all). */
+  readonly kinds?: readonly FaultKind[];
 }
 
 /** The fault schedule for a seed. Pure. */
-export function planFaults({ seed, runMs, ttlMs }: PlanOptions): FaultStep[] {
+export function planFaults({ seed, runMs, ttlMs, kinds = FAULT_KINDS }: PlanOptions): FaultStep[] {
   const rng = new Prng(seed ^ 0x6e656d65); // a stream of its own: nothing else draws from it
   const steps: FaultStep[] = [];
   let at = rng.range(1_000, 2_500);
   for (;;) {
-    const kind = rng.pick(FAULT_KINDS);
+    const kind = rng.pick(kinds);
     const durationMs = faultDuration(kind, rng, ttlMs);
     const choiceSeed = rng.u32();
     if (at + durationMs > runMs) break;

@@ -49,6 +49,11 @@ export interface WorkerConfig {
   /** Widening applied to every recorded window (ms). */
   readonly clockSlackMs: number;
   readonly shape: WorkloadShape;
+  /**
+   * Overrides the SDK's lease safety margin. Only the harness's self-test sets it (negative:
+   * clients believe in their leases past the server's deadline, a bug the run must catch).
+   */
+  readonly safetyMarginMs?: number;
 }
 
 /** An operation as invoked: its record minus what only the completion knows. */

@@ -6,9 +6,11 @@
 //   npm run test:chaos -- --seeds N [--seed FIRST] [--nodes K] --duration S   a campaign
 //   npm run test:chaos -- --ci                           the fixed CI set (about 10 minutes)
 //   npm run test:chaos -- --check FILE                   re-check a saved history
+//   npm run test:chaos -- --self-test                    plant a lease bug in the clients; the run
+//                                                        passes only if the checker catches it
 //
 // The last line is always "N passed, M failed"; the exit status is non-zero on any failure.
-import { existsSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { check, formatReport } from './checker/index.js';
@@ -32,10 +34,11 @@ const CI_DURATION_S = 60;
 interface Plan {
   readonly runs: readonly { seed: number; nodes: number }[];
   readonly durationMs: number;
+  readonly selfTest: boolean;
 }
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: npm run test:chaos -- [--ci] [--seed N] [--seeds COUNT] [--nodes 3|5] [--duration SECONDS] [--keep-logs] [--check FILE]\n`);
+  process.stderr.write(`${message}\nusage: npm run test:chaos -- [--ci] [--seed N] [--seeds COUNT] [--nodes 3|5] [--duration SECONDS] [--keep-logs] [--check FILE] [--self-test]\n`);
   process.exit(2);
 }
 
@@ -47,16 +50,17 @@ function positiveInt(value: string | undefined, name: string): number | undefine
 }
 
 function planFromArgs(values: Record<string, string | boolean | undefined>): Plan {
-  if (values['ci'] === true) return { runs: CI_RUNS, durationMs: CI_DURATION_S * 1000 };
+  if (values['ci'] === true) return { runs: CI_RUNS, durationMs: CI_DURATION_S * 1000, selfTest: false };
   const seed = positiveInt(values['seed'] as string | undefined, 'seed');
   const count = positiveInt(values['seeds'] as string | undefined, 'seeds');
   const nodes = positiveInt(values['nodes'] as string | undefined, 'nodes');
   if (nodes !== undefined && nodes < 3) usage('--nodes must be at least 3');
-  const durationS = positiveInt(values['duration'] as string | undefined, 'duration') ?? 60;
+  const selfTest = values['self-test'] === true;
+  const durationS = positiveInt(values['duration'] as string | undefined, 'duration') ?? (selfTest ? 30 : 60);
   if (durationS < 5) usage('--duration must be at least 5 seconds');
-  const first = seed ?? (count === undefined ? Math.floor(Math.random() * 1_000_000) : 1);
+  const first = seed ?? (count === undefined && !selfTest ? Math.floor(Math.random() * 1_000_000) : 1);
   const runs = Array.from({ length: count ?? 1 }, (_, i) => ({ seed: first + i, nodes: nodes ?? (count === undefined || i % 2 === 0 ? 3 : 5) }));
-  return { runs, durationMs: durationS * 1000 };
+  return { runs, durationMs: durationS * 1000, selfTest };
 }
 
 async function recheck(file: string): Promise<number> {
@@ -99,6 +103,33 @@ function campaignSummary(results: readonly RunResult[]): string {
   return [table(rows), '', `faults: ${faultLine}`, ...(failures.length > 0 ? ['', 'failed runs:', ...failures] : [])].join('\n');
 }
 
+/**
+ * The nodes run a copy of dist/ taken now, so that a rebuild during a long campaign neither
+ * breaks a node's restart half-way through writing files nor mixes two versions in one
+ * cluster. It sits inside the repository so that its imports still find node_modules.
+ */
+function snapshotBuild(resultsDir: string): string {
+  const builds = join(resultsDir, '.build');
+  // Copies left by campaigns that were killed (their pid is gone).
+  for (const entry of existsSync(builds) ? readdirSync(builds) : []) {
+    if (!isAlive(Number(entry))) rmSync(join(builds, entry), { recursive: true, force: true });
+  }
+  const copy = join(builds, `${process.pid}`);
+  cpSync(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true });
+  process.on('exit', () => rmSync(copy, { recursive: true, force: true }));
+  return join(copy, 'dist', 'cli', 'main.js');
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
@@ -109,6 +140,7 @@ async function main(): Promise<number> {
       duration: { type: 'string' },
       'keep-logs': { type: 'boolean' },
       check: { type: 'string' },
+      'self-test': { type: 'boolean' },
     },
     strict: true,
   });
@@ -116,16 +148,19 @@ async function main(): Promise<number> {
   if (!existsSync(CLI)) usage(`${CLI} is missing: run \`npm run build\` first (the chaos runs start real nodes from dist/)`);
   const plan = planFromArgs(values);
   const resultsDir = join(ROOT, 'test-results', 'chaos');
+  const cli = snapshotBuild(resultsDir);
   const results: RunResult[] = [];
   for (const [i, run] of plan.runs.entries()) {
-    console.log(`\n=== run ${i + 1}/${plan.runs.length}: ${replayCommand(run.seed, run.nodes, plan.durationMs)}`);
+    console.log(`\n=== run ${i + 1}/${plan.runs.length}: ${replayCommand(run.seed, run.nodes, plan.durationMs, plan.selfTest)}`);
     results.push(
       await runOnce({
         ...run,
         durationMs: plan.durationMs,
         resultsDir,
+        cli,
         keepLogs: values['keep-logs'] === true,
         log: (line) => console.log(line),
+        plantOptimisticLeases: plan.selfTest,
       }),
     );
   }

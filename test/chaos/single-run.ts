@@ -23,10 +23,17 @@ export interface RunOptions {
   readonly durationMs: number;
   /** Where this run's directory goes (test-results/chaos). */
   readonly resultsDir: string;
+  /** The `palisade` entry point the nodes run. */
+  readonly cli: string;
   /** Keep node and client logs even when the run passes. */
   readonly keepLogs: boolean;
   /** Print progress lines as the run goes. */
   readonly log: (line: string) => void;
+  /**
+   * The harness's self-test: clients trust their leases a TTL past the server's deadline
+   * and the nemesis only pauses clients. The run passes when the checker catches it.
+   */
+  readonly plantOptimisticLeases?: boolean;
 }
 
 export interface RunResult {
@@ -63,8 +70,8 @@ const STOP_CLIENTS_TIMEOUT_MS = 30_000;
 const FINAL_STATE_BOUND_MS = 2 * TTL_MS + 5_000;
 const CONVERGENCE_BOUND_MS = 10_000;
 
-export function replayCommand(seed: number, nodes: number, durationMs: number): string {
-  return `npm run test:chaos -- --seed ${seed} --nodes ${nodes} --duration ${Math.round(durationMs / 1000)}`;
+export function replayCommand(seed: number, nodes: number, durationMs: number, selfTest = false): string {
+  return `npm run test:chaos -- --seed ${seed} --nodes ${nodes} --duration ${Math.round(durationMs / 1000)}${selfTest ? ' --self-test' : ''}`;
 }
 
 export function clientsFor(nodes: number): number {
@@ -98,7 +105,7 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
     // The client processes take a while to boot (tsx): let them while the cluster starts.
     spawning = ClientFleet.spawn({ count: clientCount, logDir, recorder, resources, now });
     spawning.catch(() => {});
-    cluster = await ChaosCluster.create({ nodes, dataDir, logDir, ...TIMING });
+    cluster = await ChaosCluster.create({ nodes, dataDir, logDir, cli: options.cli, ...TIMING });
     await cluster.startAll();
     await cluster.waitForLeader(20_000);
     fleet = await spawning;
@@ -114,12 +121,13 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
       originAbsMs,
       clockSlackMs,
       shape: WORKLOAD,
+      ...(options.plantOptimisticLeases ? { safetyMarginMs: -TTL_MS } : {}),
     }));
     probe = new ClusterProbe(endpoints, workloadLocks(), WORKLOAD.election, recorder, now);
     await probe.connect();
     probe.start();
 
-    const plan = planFaults({ seed, runMs: durationMs, ttlMs: TTL_MS });
+    const plan = planFaults({ seed, runMs: durationMs, ttlMs: TTL_MS, ...(options.plantOptimisticLeases ? { kinds: ['pause-client'] } : {}) });
     log(`seed ${seed}: ${clientCount} clients running after ${seconds(now())}; ${plan.length} faults planned over ${seconds(durationMs)}`);
     nemesis = new Nemesis(cluster, fleet, (kind, phase, detail) => {
       recorder.fault(kind, phase, now(), detail);
@@ -174,6 +182,11 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
   if (result?.valid === false) problems.unshift(`${result.check} violation on ${result.kind} "${result.lock}"`);
   if (result?.valid === 'unknown') problems.push(`inconclusive check: ${result.reason}`);
 
+  if (options.plantOptimisticLeases) {
+    // Inverted: the planted bug must be found, and nothing else may go wrong.
+    if (result?.valid === false) problems.shift();
+    else problems.push('self-test: clients trusted their leases past the server deadline, and the run did not notice');
+  }
   const passed = problems.length === 0;
   const faults = nemesis?.injected ?? new Map<FaultKind, number>();
   const summary = formatRunSummary({
@@ -189,7 +202,14 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
     fencedRejected: resources.rejectedTotal,
     sessions: history.filter((o) => o.op === 'sessionExpired').length,
     clockSlackMs,
-    verdict: passed ? 'PASS' : 'FAIL',
+    check: result === null ? null : result.stats,
+    verdict: options.plantOptimisticLeases
+      ? passed
+        ? 'PASS (self-test: the planted lease bug was caught)'
+        : 'FAIL (self-test)'
+      : passed
+        ? 'PASS'
+        : 'FAIL',
   });
   const parts = [summary];
   if (result !== null && result.valid === false) {
@@ -197,7 +217,7 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
   }
   if (!passed) {
     parts.push('', 'problems:', ...problems.map((p) => `  - ${p}`), '', `history: ${historyPath}`, `logs: ${logDir}`);
-    parts.push(`replay: ${replayCommand(seed, nodes, durationMs)}`);
+    parts.push(`replay: ${replayCommand(seed, nodes, durationMs, options.plantOptimisticLeases)}`);
   }
   const report = parts.join('\n');
   await writeFile(join(dir, 'report.txt'), report + '\n', 'utf8');

@@ -28,6 +28,8 @@ export interface RunFacts {
   readonly fencedRejected: number;
   readonly sessions: number;
   readonly clockSlackMs: number;
+  /** The checker's effort, when it ran. */
+  readonly check: { readonly objects: number; readonly steps: number; readonly elapsedMs: number } | null;
   readonly verdict: string;
 }
 
@@ -52,6 +54,7 @@ export function formatRunSummary(f: RunFacts): string {
     `recovery after the final heal: ${f.recoveryMs === null ? 'NONE within the bound' : seconds(f.recoveryMs)}`,
     `fenced writes: ${f.fencedAccepted} accepted, ${f.fencedRejected} refused for a stale token`,
     `sessions: ${f.sessions}; clock slack between processes: ${f.clockSlackMs} ms`,
+    f.check === null ? 'check: did not run' : `check: ${f.check.objects} objects, ${f.check.steps} search steps, ${seconds(f.check.elapsedMs)}`,
     `verdict: ${f.verdict}`,
   ].join('\n');
 }

@@ -130,8 +130,11 @@ export class ClientWorkload {
   // ---- sessions ---------------------------------------------------------------------------
 
   private sampleLiveness(): void {
+    // The time is read before the belief: were the process stopped between the two reads,
+    // the belief would then be the later one, and the recorded time must not be.
+    const at = this.io.now();
     const lease = this.lease;
-    if (lease !== null && this.client?.sessionId === lease.id) lease.lastLiveMs = Math.max(lease.lastLiveMs, this.io.now());
+    if (lease !== null && this.client?.sessionId === lease.id) lease.lastLiveMs = Math.max(lease.lastLiveMs, at);
   }
 
   /** A client with a live session nobody doubts, connecting a new one when needed. */
@@ -152,6 +155,7 @@ export class ClientWorkload {
         requestTimeoutMs: 5_000,
         attemptTimeoutMs: 1_500,
         random: () => this.rng.float(),
+        ...(this.config.safetyMarginMs === undefined ? {} : { safetyMarginMs: this.config.safetyMarginMs }),
       });
     } catch (e) {
       this.io.note(`connect failed: ${describeError(e)}`);
@@ -163,7 +167,8 @@ export class ClientWorkload {
       return false;
     }
     this.client = client;
-    this.lease = { id, lastLiveMs: this.io.now(), inDoubtFromMs: null };
+    // Live at least since connect was called; the sampler moves this on.
+    this.lease = { id, lastLiveMs: startedMs, inDoubtFromMs: null };
     this.io.sessionOpened(id, startedMs - this.config.clockSlackMs);
     return true;
   }
