@@ -92,6 +92,14 @@ export interface ClientLimitsConfig {
   readonly maxNameBytes: number;
 }
 
+/** The operation ledger (lock.once): how long finished and abandoned operations are kept. */
+export interface LedgerSettings {
+  /** A completed operation answers `done` for this long, then the leader prunes it. */
+  readonly retentionMs: number;
+  /** An operation begun and never completed is dropped after this long. */
+  readonly abandonedAfterMs: number;
+}
+
 export interface ClusterConfig {
   readonly clusterId: string;
   readonly secret: string;
@@ -99,6 +107,7 @@ export interface ClusterConfig {
   readonly raft: RaftTiming;
   readonly sessions: SessionLimits;
   readonly snapshot: SnapshotSettings;
+  readonly ledger: LedgerSettings;
   /** null: clients are not authenticated. */
   readonly auth: AuthConfig | null;
   readonly tls: TlsConfig;
@@ -120,6 +129,7 @@ export class ConfigError extends Error {
 const DEFAULT_RAFT: RaftTiming = { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 };
 const DEFAULT_SESSIONS: SessionLimits = { defaultTtlMs: 10_000, minTtlMs: 500, maxTtlMs: 3_600_000, lockDelayMs: 0 };
 const DEFAULT_SNAPSHOT: SnapshotSettings = { entries: 20_000, keepTail: 5_000 };
+const DEFAULT_LEDGER: LedgerSettings = { retentionMs: 7 * 86_400_000, abandonedAfterMs: 30 * 86_400_000 };
 export const DEFAULT_CLIENT_LIMITS: ClientLimitsConfig = Object.freeze({
   maxFrameBytes: 1 << 20,
   maxBufferedBytes: 16 << 20,
@@ -241,6 +251,9 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   const sn = section(raw, 'snapshot');
   const entries = int(sn, 'entries', 'snapshot.entries', DEFAULT_SNAPSHOT.entries, 10, 100_000_000);
   const keepTail = int(sn, 'keepTail', 'snapshot.keepTail', DEFAULT_SNAPSHOT.keepTail, 0, 100_000_000);
+  const lg = section(raw, 'ledger');
+  const retentionMs = int(lg, 'retentionMs', 'ledger.retentionMs', DEFAULT_LEDGER.retentionMs, 1_000, 365 * 86_400_000);
+  const abandonedAfterMs = int(lg, 'abandonedAfterMs', 'ledger.abandonedAfterMs', DEFAULT_LEDGER.abandonedAfterMs, retentionMs, 3650 * 86_400_000);
   const auth = authSection(raw);
   const tls = tlsSection(raw, nodes, baseDir);
   const limits = limitsSection(raw);
@@ -251,6 +264,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     raft: { tickMs, heartbeatMs, electionTimeoutMs },
     sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs },
     snapshot: { entries, keepTail },
+    ledger: { retentionMs, abandonedAfterMs },
     auth,
     tls,
     limits,

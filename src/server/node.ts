@@ -79,6 +79,7 @@ export class PalisadeNode {
   private snapshotting = false;
   private stopping = false;
   private expiryTimer: NodeJS.Timeout | null = null;
+  private ledgerTimer: NodeJS.Timeout | null = null;
   /** Metrics, health checks and the status page; null when the node has no httpUrl. */
   private ops: NodeOps | null = null;
   /** Authentication, permissions and per-request limits of client requests (client-gate.ts). */
@@ -207,6 +208,7 @@ export class PalisadeNode {
     this.gate.announce();
     this.driver.start();
     this.lastExpiryCheck = this.now();
+    this.ledgerTimer = setInterval(() => this.pruneLedger(), Math.min(60_000, Math.max(1_000, this.cfg.ledger.retentionMs / 10)));
     this.expiryTimer = setInterval(() => this.expireDueSessions(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
     this.log.info(
       { term: stored.hardState.term, lastIndex: this.raft.log.lastIndex(), snapshot: this.lastSnapshotIndex, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl },
@@ -223,6 +225,7 @@ export class PalisadeNode {
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     if (this.expiryTimer) clearInterval(this.expiryTimer);
+    if (this.ledgerTimer) clearInterval(this.ledgerTimer);
     for (const t of this.lockDelayTimers.values()) clearTimeout(t);
     await this.driver?.stop();
     await this.peers?.stop();
@@ -404,6 +407,19 @@ export class PalisadeNode {
       if (r.ok) this.log.info({ session, index: r.index }, 'session lease ran out: proposing expiry');
     }
     this.driver.kick();
+  }
+
+  /**
+   * Ledger retention: the machine has no clock, so the leader compares its wall clock with
+   * the `at` it stamped into each beginOp/completeOp and proposes pruneOps for what aged out.
+   */
+  private pruneLedger(): void {
+    if (this.raft.role !== 'leader') return;
+    const now = Date.now();
+    const criteria = { olderThan: now - this.cfg.ledger.retentionMs, abandonedOlderThan: now - this.cfg.ledger.abandonedAfterMs, max: 1_000 };
+    if (this.machine.opsToPrune(criteria) === 0) return;
+    const r = this.raft.propose(encodeCommand({ type: 'pruneOps', ...criteria }, this.machineConfig));
+    if (r.ok) this.driver.kick();
   }
 
   private armLockDelay(name: string, delayMs: number, since: number): void {
