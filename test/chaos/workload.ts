@@ -80,6 +80,9 @@ type Action = () => Promise<void>;
 
 export class ClientWorkload {
   private readonly rng: Prng;
+  /** The SDK's own randomness (endpoint order, backoff jitter): a separate stream, so that
+   *  how often it draws, which depends on timing, does not shift the workload's choices. */
+  private readonly sdkRng: Prng;
   private client: LockClient | null = null;
   private lease: Lease | null = null;
   private stopping = false;
@@ -92,6 +95,7 @@ export class ClientWorkload {
     private readonly io: WorkerIo,
   ) {
     this.rng = new Prng(config.seed);
+    this.sdkRng = this.rng.fork();
     const { exclusiveLocks, semaphore, election } = config.shape;
     const allLocks = [...exclusiveLocks, semaphore.name];
     this.actions = [
@@ -154,7 +158,7 @@ export class ClientWorkload {
         ttlMs: this.config.ttlMs,
         requestTimeoutMs: 5_000,
         attemptTimeoutMs: 1_500,
-        random: () => this.rng.float(),
+        random: () => this.sdkRng.float(),
         ...(this.config.safetyMarginMs === undefined ? {} : { safetyMarginMs: this.config.safetyMarginMs }),
       });
     } catch (e) {
