@@ -337,7 +337,13 @@ export class RaftNode {
         // Granted pre-votes carry the term we would campaign in; not a newer term.
       } else {
         const leader = m.type === 'app' || m.type === 'heartbeat' || m.type === 'snap' ? m.from : null;
+        // Figure 2, Followers: only a leader's message or a granted vote restarts the election
+        // timer. A vote request we may yet refuse (the candidate's log is behind ours) must
+        // not, or candidates with stale logs, each in a higher term, keep the nodes that could
+        // win from ever timing out (without PreVote). A granted vote restarts it below.
+        const elapsed = m.type === 'vote' && this.roleValue !== 'leader' ? this.electionElapsed : null;
         this.becomeFollower(m.term, leader);
+        if (elapsed !== null) this.electionElapsed = elapsed;
       }
     } else if (m.term < this.termValue) {
       if ((this.cfg.checkQuorum || this.cfg.preVote) && (m.type === 'app' || m.type === 'heartbeat')) {
