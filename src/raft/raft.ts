@@ -440,8 +440,12 @@ export class RaftNode {
       this.voteValue === m.from ||
       (this.voteValue === null && this.leaderValue === null) ||
       (m.type === 'preVote' && m.term > this.termValue);
-    // ... and only for one whose log is at least as up-to-date as ours (§5.4.1).
-    if (canVote && this.log.isUpToDate(m.index ?? 0, m.logTerm ?? 0) && this.conf.voters.includes(this.id)) {
+    // ... and only for one whose log is at least as up-to-date as ours (§5.4.1). Whether we
+    // are a voter is the candidate's call, not ours: a learner whose promotion committed
+    // without reaching it yet must still answer, or a cluster that needs its vote to elect
+    // anyone stays leaderless for good (etcd's raft lets learners vote for the same reason).
+    // The vote counts only where the candidate's configuration makes us a voter.
+    if (canVote && this.log.isUpToDate(m.index ?? 0, m.logTerm ?? 0)) {
       this.send({ type: respType, to: m.from, term: m.term });
       if (m.type === 'vote') {
         this.electionElapsed = 0;
