@@ -565,12 +565,31 @@ export class Sim {
     this.dup = 0;
     this.delayMode = 'calm';
     this.slowLinks.clear();
+    // Liveness must hold with a majority, not only with everyone: in some runs a minority
+    // of voters stays down for good (a minority in every configuration a live node holds).
+    const downForGood = this.rng.chance(0.3) ? this.pickMinority() : new Set<NodeId>();
     for (const n of this.nodes.values()) {
       n.crashAt = null;
-      if (n.state === 'down') this.restart(n);
+      if (downForGood.has(n.id)) this.crash(n, 'for good');
+      else if (n.state === 'down') this.restart(n);
       else if (n.state === 'paused') this.resume(n, false);
     }
-    this.log('FAULTS STOP: network calm, every node up');
+    this.log(`FAULTS STOP: network calm, every node up${downForGood.size ? ` but ${[...downForGood].join(',')} (down for good)` : ''}`);
+  }
+
+  private pickMinority(): Set<NodeId> {
+    const confs = [...this.nodes.values()].flatMap((n) => (n.raft && n.state !== 'off' ? [n.raft.confState] : []));
+    const all = [...new Set(confs.flatMap((c) => c.voters))];
+    const down = new Set<NodeId>();
+    for (const id of this.rng.shuffle(all)) {
+      down.add(id);
+      const ok = confs.every((c) => c.voters.filter((v) => !down.has(v)).length >= Math.floor(c.voters.length / 2) + 1);
+      if (!ok || this.rng.chance(0.4)) {
+        if (!ok) down.delete(id);
+        break;
+      }
+    }
+    return down;
   }
 
   // ---- clients ----------------------------------------------------------------------
