@@ -739,8 +739,10 @@ export class Sim {
       case 'removing': {
         if (this.opTarget && !conf.voters.includes(this.opTarget) && !conf.learners.includes(this.opTarget)) {
           const gone = this.nodes.get(this.opTarget);
-          this.log(`STOP ${this.opTarget} (removed from the cluster)`);
-          if (gone && this.rng.chance(0.7)) {
+          // Usually the operator shuts a removed node down; sometimes it lingers.
+          const stop = gone !== undefined && this.rng.chance(0.7);
+          this.log(`REMOVED ${this.opTarget}${stop ? ', shut down' : ', left running'}`);
+          if (gone && stop) {
             gone.state = 'off';
             gone.raft = null;
           }
