@@ -42,6 +42,11 @@ const VALID: Request[] = [
   { id: 22, op: 'unwatch', prefix: 'cfg/' },
   { id: 23, op: 'beginOp', ...seq, opKey: 'charge-7', fence, retry: true },
   { id: 24, op: 'completeOp', ...seq, opKey: 'charge-7', result: bin(9), fence },
+  { id: 25, op: 'members' },
+  { id: 26, op: 'addMember', member: 'n4', peerUrl: 'ws://127.0.0.1:7104', clientUrl: 'ws://127.0.0.1:7004' },
+  { id: 27, op: 'removeMember', member: 'n4' },
+  { id: 28, op: 'transferLeader', to: 'n2' },
+  { id: 29, op: 'snapshot' },
 ];
 
 function expectError(x: unknown, code: string, id?: number, message?: RegExp): void {
