@@ -4,7 +4,7 @@
 // and suffer clock jumps, snapshots sent in chunks, clients that propose and read, and an
 // operator that changes membership. Every step is followed by the safety checks.
 import { decodeConfChange, RaftNode } from '../../src/raft/index.js';
-import type { ConfChange, ConfState, Message, NodeId, RaftConfig, Ready, Snapshot } from '../../src/raft/index.js';
+import type { ConfChange, ConfState, Entry, Message, NodeId, RaftConfig, Ready, Snapshot } from '../../src/raft/index.js';
 import { Checker, Violation } from './checker.js';
 import { EventHeap } from './heap.js';
 import { Prng } from './prng.js';
@@ -24,7 +24,44 @@ export interface SimOptions {
   log?: (line: string) => void;
   /** Membership changes in this run (default: decided by the seed). */
   membership?: boolean;
+  /** The bytes of each client proposal (default: a fresh id, `c<n>`). */
+  payload?: (rng: Prng) => Uint8Array;
+  /** The state machine each node runs (default: StateMachine, a hash of the applied entries). */
+  machine?: SimMachines;
 }
+
+/** A node's replicated state machine, as the simulator drives and checks it. */
+export interface SimMachine {
+  /** Index of the last entry applied (or covered by the snapshot it was restored from). */
+  readonly index: number;
+  /** Every committed entry in order, conf changes and leaders' empty no-ops included. */
+  apply(e: Entry): void;
+  /** The state after `index`: equal on every node at the same index (State Machine Safety). */
+  digest(): string;
+  /** Snapshot data for compaction; `SimMachines.restore` reads it back. */
+  serialize(): Uint8Array;
+}
+
+export interface SimMachines {
+  create(node: NodeId): SimMachine;
+  restore(node: NodeId, data: Uint8Array): SimMachine;
+}
+
+function hashMachine(sm: StateMachine): SimMachine {
+  return {
+    get index() {
+      return sm.index;
+    },
+    apply: (e) => sm.apply(e.index, entryKey(e)),
+    digest: () => sm.digest(),
+    serialize: () => sm.serialize(),
+  };
+}
+
+const HASH_MACHINES: SimMachines = {
+  create: () => hashMachine(new StateMachine()),
+  restore: (_node, data) => hashMachine(StateMachine.restore(data)),
+};
 
 export interface SimResult {
   seed: number;
@@ -55,7 +92,8 @@ class SimNode {
   readonly store = new Store();
   raft: RaftNode | null = null;
   state: NodeState = 'down';
-  sm = new StateMachine();
+  /** Set by Sim.start before the node runs. */
+  sm!: SimMachine;
   /** Messages that arrived while paused, delivered on resume. */
   held: Message[] = [];
   /** Ticks missed while paused (delivered at once on resume: a clock jump). */
@@ -113,6 +151,7 @@ export class Sim {
   readonly bootstrap: ConfState;
   readonly nodes = new Map<NodeId, SimNode>();
   readonly check: Checker;
+  private readonly machines: SimMachines;
   private readonly events = new EventHeap<Ev>();
   private seq = 0;
   now = 0;
@@ -149,6 +188,7 @@ export class Sim {
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Prng(opts.seed);
+    this.machines = opts.machine ?? HASH_MACHINES;
     const r = this.rng;
     this.electionTicks = 10;
     this.heartbeatTicks = r.pick([1, 2, 3]);
@@ -234,7 +274,7 @@ export class Sim {
         applied: s.snapshotIndex,
       },
     );
-    n.sm = s.snapshot ? StateMachine.restore(s.snapshot.data) : new StateMachine();
+    n.sm = s.snapshot ? this.machines.restore(n.id, s.snapshot.data) : this.machines.create(n.id);
     if (s.snapshot) {
       if (n.sm.index !== s.snapshot.meta.index) this.check.fail(`${n.id}: snapshot data at ${n.sm.index} but meta at ${s.snapshot.meta.index}`);
       this.check.checkState(n.id, n.sm.index, n.sm.digest(), 'restart from its snapshot');
@@ -324,7 +364,7 @@ export class Sim {
       if (rd.snapshot) this.installSnapshot(n, rd.snapshot);
       for (const e of rd.committedEntries) {
         if (e.index !== n.sm.index + 1) this.check.fail(`${n.id}: applies ${e.index} after ${n.sm.index}`);
-        n.sm.apply(e.index, entryKey(e));
+        n.sm.apply(e);
         this.check.checkApply(n.id, e, n.sm.digest());
         if (e.type === 'conf') this.applyConf(n, r, e.index, e.data);
         else this.onApplied(n, e.index, entryKey(e));
@@ -378,7 +418,7 @@ export class Sim {
   }
 
   private installSnapshot(n: SimNode, snap: Snapshot): void {
-    const sm = StateMachine.restore(snap.data);
+    const sm = this.machines.restore(n.id, snap.data);
     if (sm.index !== snap.meta.index) this.check.fail(`${n.id}: snapshot data at ${sm.index} but meta at ${snap.meta.index}`);
     this.check.checkState(n.id, sm.index, sm.digest(), 'installing a snapshot');
     n.sm = sm;
@@ -624,7 +664,7 @@ export class Sim {
       const k = this.rng.chance(0.3) ? this.rng.range(2, 6) : 1;
       for (let i = 0; i < k; i++) {
         const id = `c${this.nextId++}`;
-        const res = r.propose(enc.encode(id));
+        const res = r.propose(this.opts.payload ? this.opts.payload(this.rng) : enc.encode(id));
         if (res.ok) this.pending.set(`${n.id}:${res.index}`, { id, start: this.now });
         else {
           this.clientGuess = res.leader ?? null;
@@ -658,7 +698,8 @@ export class Sim {
 
   private onApplied(n: SimNode, index: number, key: string): void {
     if (this.probeApplied === null && key.startsWith('N:probe')) this.probeApplied = index;
-    if (key.length > 2 && key.charCodeAt(2) === 0x63 /* c */ && this.isFirstApply(index)) this.result.proposalsCommitted++;
+    // A client's proposal: any non-empty normal entry but the liveness probe.
+    if (key.startsWith('N:') && key.length > 2 && !key.startsWith('N:probe') && this.isFirstApply(index)) this.result.proposalsCommitted++;
     const p = this.pending.get(`${n.id}:${index}`);
     if (p) this.pending.delete(`${n.id}:${index}`);
   }
