@@ -65,6 +65,9 @@ program
       process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     } else {
       process.stdout.write(`${formatStatus(rows)}\n`);
+      // Not one node answered: say why (often a token or a certificate, not a dead cluster).
+      const first = rows[0];
+      if (first && 'error' in first && rows.every((r) => 'error' in r)) process.stderr.write(`palisade: ${first.error}\n`);
     }
   });
 

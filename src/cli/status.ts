@@ -1,7 +1,7 @@
 // `palisade status`: each node's view of the cluster.
 import type { NodeStatus } from '../transport/client-protocol.js';
 import { rpc, type RpcCredentials } from '../transport/rpc.js';
-import { rpcCredentials } from './credentials.js';
+import { explainFailure, rpcCredentials } from './credentials.js';
 
 export type StatusRow = (NodeStatus & { endpoint: string }) | { endpoint: string; id: string; role: 'unreachable'; error: string };
 
@@ -12,7 +12,7 @@ export async function fetchStatus(endpoints: readonly string[], timeoutMs = 1_50
         const s = await rpc<NodeStatus>(endpoint, { op: 'status' }, timeoutMs, credentials);
         return { ...s, endpoint };
       } catch (e) {
-        return { endpoint, id: `?${i + 1}`, role: 'unreachable', error: (e as Error).message };
+        return { endpoint, id: `?${i + 1}`, role: 'unreachable', error: explainFailure(e) };
       }
     }),
   );

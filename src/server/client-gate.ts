@@ -5,11 +5,13 @@
 //
 // Requests a follower forwards to the leader were admitted where they entered: the gate
 // runs once, at the node the client is connected to (peers are trusted, see docs/security.md).
+// The per-session and per-lock counts are checked by the leader before it proposes an
+// acquire (limits.ts acquireLimitProblem), where the state is freshest.
 import type { Logger } from 'pino';
 import type { Request, ServerEvent, WireError } from '../transport/client-protocol.js';
 import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from './config.js';
-import { ConnectionSessions, acquireLimitProblem, nameLengthProblem, type MachineView } from './limits.js';
+import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 
 /** What the node tells the gate about an answer. */
 export type GateAnswer = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: WireError };
@@ -93,8 +95,7 @@ export class ConnectionGate {
     return (
       this.refuse(req, permissionProblem(this.principal, req)) ??
       nameLengthProblem(this.gate.limits, req) ??
-      this.sessions.problem(req, machine) ??
-      acquireLimitProblem(this.gate.limits, req, machine)
+      this.sessions.problem(req, machine)
     );
   }
 

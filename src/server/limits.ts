@@ -4,9 +4,9 @@
 // the rest per request: name lengths, sessions per connection, and per-session and per-lock
 // counts against the node's applied state.
 //
-// The counts are checked where the request enters the cluster, against that node's applied
-// state, before the request is proposed. They are soft bounds: requests in flight at the
-// same moment can overshoot by their number. The lock machine's own maxLocksPerSession
+// The counts are checked by the leader against its applied state, before it proposes the
+// acquire. They are soft bounds: acquires proposed but not yet applied at that moment can
+// overshoot by their number. The lock machine's own maxLocksPerSession
 // (held + waits + elections, 10,000) is the hard one, applied identically by every node.
 import type { ClientServerOptions } from '../transport/client-server.js';
 import type { Request, WireError } from '../transport/client-protocol.js';

@@ -18,7 +18,7 @@ import { nodeById, parseWsUrl } from './config.js';
 import { NodeOps } from './http/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { ClientGate } from './client-gate.js';
-import { clientPortLimits } from './limits.js';
+import { acquireLimitProblem, clientPortLimits } from './limits.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
 import { joinCluster } from './join.js';
@@ -561,6 +561,9 @@ export class PalisadeNode {
     // Validate before proposing: a bad request is answered at once and never reaches the log.
     const cmd = validateCommand(commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now()), this.machineConfig);
     if (isMachineError(cmd)) return answerFor(cmd, 0);
+    // Locks and waits per session, waiters per lock: against the leader's applied state (limits.ts).
+    const overLimit = acquireLimitProblem(this.cfg.limits, req, this.machine);
+    if (overLimit) return fail(overLimit.code, overLimit.message);
     const r = this.raft.propose(encodeCommand(cmd, this.machineConfig));
     if (!r.ok) {
       if (r.reason === 'notLeader') return this.forward(req);

@@ -106,6 +106,11 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
   server.on('tlsClientError', (err: Error, socket: Socket) => {
     // A client without an acceptable certificate, or one speaking plain ws to a wss port.
     const remote = socket.remoteAddress ?? 'unknown';
+    // A dialer that gave up mid-handshake (a timeout, a process exiting) is routine.
+    if ((err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+      opts.logger.debug({ remote, reason: err.message }, `a TLS handshake on the ${opts.what} port was cut short`);
+      return;
+    }
     const now = Date.now();
     if ((lastLogged.get(remote) ?? -Infinity) + TLS_REFUSAL_LOG_INTERVAL_MS > now) return;
     if (lastLogged.size > 10_000) lastLogged.clear();

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { TokenRegistry, eventVisibleTo, permissionProblem, touchedNames, type Principal } from '../../src/server/auth.js';
 import { ClientGate } from '../../src/server/client-gate.js';
 import { ConfigError, validateConfig, type ClusterConfig } from '../../src/server/config.js';
-import type { MachineView } from '../../src/server/limits.js';
+import { acquireLimitProblem, type MachineView } from '../../src/server/limits.js';
 import { OPS, type Request } from '../../src/transport/client-protocol.js';
 import { TokenBucket } from '../../src/transport/rate-limit.js';
 import { captureLogger } from '../transport/helpers.js';
@@ -163,21 +163,22 @@ describe('the connection gate', () => {
     assert.equal(conn.admit({ id: 1, op: 'leader', election: 'é'.repeat(5) })?.code, 'INVALID_ARGUMENT');
   });
 
-  test('locks held and waited for per session, and waiters per lock', () => {
+  test('locks held and waited for per session, and waiters per lock (checked by the leader)', () => {
     const view = machineView(
       { 1: { locks: ['a', 'b'], waits: ['w1'] }, 2: { locks: [], waits: ['w1', 'w2'] } },
       { busy: { holders: 1, waiters: 3 }, w1: { holders: 1, waiters: 2 }, free: { holders: 0, waiters: 0 } },
     );
-    const { conn } = gateFor({ limits: { maxLocksPerSession: 2, maxWaitsPerSession: 2, maxWaitersPerLock: 3 } }, view);
-    assert.match(conn.admit(acquire('c'))?.message ?? '', /holds 2 locks/);
-    assert.equal(conn.admit(acquire('a')), null, 'a retry of a held lock is the machine\'s to answer');
+    const limits = configWith({ limits: { maxLocksPerSession: 2, maxWaitsPerSession: 2, maxWaitersPerLock: 3 } }).limits;
+    assert.match(acquireLimitProblem(limits, acquire('c'), view)?.message ?? '', /holds 2 locks/);
+    assert.equal(acquireLimitProblem(limits, acquire('a'), view), null, 'a retry of a held lock is the machine\'s to answer');
     const s2 = (name: string, wait: boolean): Request => ({ id: 1, op: 'acquire', session: 2, seq: 1, name, mode: 'exclusive', wait });
-    assert.match(conn.admit(s2('busy', true))?.message ?? '', /waits for 2 locks/);
-    assert.equal(conn.admit(s2('free', true)), null, 'a free lock is granted, not waited for');
-    assert.equal(conn.admit(s2('busy', false)), null, 'no wait, no queue');
-    const { conn: c2 } = gateFor({ limits: { maxWaitersPerLock: 3 } }, view);
-    assert.match(c2.admit(s2('busy', true))?.message ?? '', /3 waiters/);
-    assert.equal(c2.admit(s2('busy', true))?.code, 'LIMIT_EXCEEDED');
+    assert.match(acquireLimitProblem(limits, s2('busy', true), view)?.message ?? '', /waits for 2 locks/);
+    assert.equal(acquireLimitProblem(limits, s2('free', true), view), null, 'a free lock is granted, not waited for');
+    assert.equal(acquireLimitProblem(limits, s2('busy', false), view), null, 'no wait, no queue');
+    const roomy = configWith({ limits: { maxWaitersPerLock: 3 } }).limits;
+    assert.match(acquireLimitProblem(roomy, s2('busy', true), view)?.message ?? '', /3 waiters/);
+    assert.equal(acquireLimitProblem(roomy, { id: 1, op: 'get', name: 'busy' }, view), null);
+    assert.equal(acquireLimitProblem(roomy, { ...s2('busy', true), session: 99 } as Request, view), null, 'an unknown session is the machine\'s to answer');
   });
 
   test('sessions per connection; closed or expired ones stop counting', () => {
