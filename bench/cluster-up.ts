@@ -1,4 +1,4 @@
-// A bench cluster that stays up until stopped (Ctrl-C, SIGTERM or closing stdin): the same
+// A bench cluster that stays up until stopped (closing stdin; Ctrl-C and SIGTERM work too): the same
 // fresh 3-node cluster `npm run bench` measures, for running other clients against it (the
 // anchors, bench/anchors.sh). Prints one JSON line: {"endpoints": [...], "pids": [...], "dir"}.
 //
@@ -20,7 +20,5 @@ const stop = (): void => {
   stopping = true;
   void cluster.stop().then(() => process.exit(0));
 };
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);
 process.stdin.on('end', stop);
 process.stdin.resume();

@@ -72,10 +72,21 @@ async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
+/** Every node process this process started and that still runs, and every cluster folder
+ *  not yet removed: none outlives us, even when we are interrupted. */
 const running = new Set<ChildProcess>();
-process.once('exit', () => {
+const folders = new Set<string>();
+export function killAllNodes(): void {
   for (const p of running) p.kill('SIGKILL');
-});
+}
+process.once('exit', killAllNodes);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(sig, () => {
+    killAllNodes();
+    for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
 
 export class BenchCluster {
   private readonly procs = new Map<string, ChildProcess>();
@@ -108,6 +119,7 @@ export class BenchCluster {
       limits: BENCH_LIMITS,
     };
     writeFileSync(configPath, JSON.stringify(config, null, 2));
+    folders.add(dir);
     return new BenchCluster(dir, configPath, specs, timing);
   }
 
@@ -243,6 +255,7 @@ export class BenchCluster {
           }),
       ),
     );
+    folders.delete(this.dir);
     if (!options.keepData) rmSync(this.dir, { recursive: true, force: true });
   }
 

@@ -143,7 +143,8 @@ function rowsOf(o: CaseOutcome): Row[] {
           target: r.sessions === 100_000 ? `leader ${TARGETS.sessions100kLeaderCpuPct.join('–')} %` : '',
           checks: [
             lost === 0 ? 'none expired' : `EXPIRED: ${r.expiredEvents} events, ${r.unknownOnKeepAlive} unknown, ${r.finalKeepAliveFailed} final`,
-            `opened ${int(r.opensPerSec)}/s`,
+            `opened ${int(r.opensPerSec)}/s${r.openRetries ? ` (${r.openRetries} retried)` : ''}`,
+            r.leader !== r.connectedTo ? `LEADER MOVED ${r.connectedTo}→${r.leader ?? '?'}: keepalives forwarded` : '',
             errors(r.errors, r.firstError),
           ].filter(Boolean).join('; '),
         },

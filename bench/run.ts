@@ -54,10 +54,18 @@ async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
     return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error };
   }
   let host: WorkerHost | null = null;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    host = new WorkerHost(c.spec(cluster.nodes(), cluster.endpoints), (line) => log(line));
-    if (c.workload === 'failover') await driveFailover(cluster, host, o.tries, log);
-    const result = await host.result();
+    const h = new WorkerHost(c.spec(cluster.nodes(), cluster.endpoints), (line) => log(line));
+    host = h;
+    const work = (async () => {
+      if (c.workload === 'failover') await driveFailover(cluster, h, o.tries, log);
+      return h.result();
+    })();
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${o.caseTimeoutMs / 1000} s (--case-timeout)`)), o.caseTimeoutMs);
+    });
+    const result = await Promise.race([work, timeout]);
     return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result, error: null };
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
@@ -66,6 +74,7 @@ async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
     host?.kill();
     return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error };
   } finally {
+    clearTimeout(timer);
     await cluster.stop({ keepData: o.keepData });
     if (o.keepData) log(`${c.label}: cluster data kept in ${cluster.dir}`);
   }

@@ -49,18 +49,19 @@ function runFailover(spec: Extract<WorkloadSpec, { kind: 'failover' }>): Promise
   });
 }
 
+// Orphaned (the orchestrator died or gave up on us): nothing left to report to.
+process.on('disconnect', () => process.exit(1));
+
 process.once('message', (m: ToWorker) => {
   if (m.type !== 'run') return;
   run(m.spec).then(
     (result) => {
       send({ type: 'result', result });
-      process.disconnect?.();
-      setTimeout(() => process.exit(0), 100).unref();
+      setTimeout(() => process.exit(0), 100);
     },
     (e: unknown) => {
       send({ type: 'failed', error: errorText(e) + (e instanceof Error && e.stack ? `\n${e.stack}` : '') });
-      process.disconnect?.();
-      setTimeout(() => process.exit(1), 100).unref();
+      setTimeout(() => process.exit(1), 100);
     },
   );
 });

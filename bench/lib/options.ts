@@ -20,6 +20,8 @@ export interface BenchOptions {
   readonly outDir: string;
   readonly build: boolean;
   readonly keepData: boolean;
+  /** A case that has not finished by then is stopped and reported as failed. */
+  readonly caseTimeoutMs: number;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -34,7 +36,8 @@ export const USAGE = `npm run bench -- [options]
   --clients LIST       client counts of the uncontended workload (default 1,16,64,256)
   --out DIR            where the JSON goes (default bench/results)
   --no-build           use dist/ as it is (by default it is rebuilt when src/ is newer)
-  --keep-data          keep each cluster's folder (logs, LevelDB) and print where it is`;
+  --keep-data          keep each cluster's folder (logs, LevelDB) and print where it is
+  --case-timeout S     give up on a figure after this long (default 900, quick 240)`;
 
 function list(v: string | undefined): string[] | undefined {
   return v === undefined ? undefined : v.split(',').map((x) => x.trim()).filter(Boolean);
@@ -64,6 +67,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
       out: { type: 'string', default: 'bench/results' },
       'no-build': { type: 'boolean', default: false },
       'keep-data': { type: 'boolean', default: false },
+      'case-timeout': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -94,5 +98,6 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     outDir: values.out ?? 'bench/results',
     build: !(values['no-build'] ?? false),
     keepData: values['keep-data'] ?? false,
+    caseTimeoutMs: seconds(values['case-timeout'], quick ? 240 : 900, '--case-timeout'),
   };
 }

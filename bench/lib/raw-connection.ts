@@ -49,12 +49,20 @@ export class RawConnection {
     this.eventHandler = handler;
   }
 
-  /** Send one request; resolves with its reply (an error reply when the connection closes). */
-  call(body: RequestBody): Promise<Reply> {
+  /** Send one request; resolves with its reply, or an error reply when the connection
+   *  closes or nothing came back within `timeoutMs` (code TIMEOUT, as a node would say). */
+  call(body: RequestBody, timeoutMs = 10_000): Promise<Reply> {
     if (this.isClosed) return Promise.resolve(CLOSED);
     const id = ++this.nextId;
     return new Promise((resolve) => {
-      this.pending.set(id, resolve);
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve({ ok: false, error: { code: 'TIMEOUT', message: `no answer to ${body.op} within ${timeoutMs} ms` } });
+      }, timeoutMs);
+      this.pending.set(id, (reply) => {
+        clearTimeout(timer);
+        resolve(reply);
+      });
       this.ws.send(encodeFrame({ id, ...body }));
     });
   }

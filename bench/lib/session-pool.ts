@@ -9,6 +9,8 @@ import { epochMs, sleep } from './clock.js';
 import { LatencyRecorder } from './latency.js';
 import { RawConnection, resultOf, type Reply } from './raw-connection.js';
 
+const RETRYABLE = new Set(['UNAVAILABLE', 'TIMEOUT', 'NOT_LEADER', 'RATE_LIMITED']);
+
 export interface PoolSession {
   readonly id: number;
   readonly conn: RawConnection;
@@ -91,8 +93,10 @@ export class SessionPool {
     return new SessionPool(conns, ttlMs, capacity);
   }
 
-  /** Open `count` sessions, spread over the connections, `perConnection` in flight on each. */
-  async openSessions(count: number, perConnection = 32, onProgress?: (opened: number) => void): Promise<void> {
+  /** Open `count` sessions spread over the connections, `inFlight` at a time in all. An
+   *  answer that leaves the outcome open (no leader, a leader change) is retried; a retried
+   *  open may leave an orphan session behind, which the cluster expires after its TTL. */
+  async openSessions(count: number, inFlight = 256, onProgress?: (opened: number) => void): Promise<void> {
     this.startKeepAlive();
     const k = this.connections.length;
     let next = 0;
@@ -100,8 +104,7 @@ export class SessionPool {
     const worker = async (conn: RawConnection): Promise<void> => {
       while (next < count) {
         next++;
-        const reply = await conn.call({ op: 'openSession', ttlMs: this.ttlMs });
-        const { session } = resultOf(reply, 'openSession') as { session: number };
+        const session = await this.openOne(conn);
         const s: PoolSession = { id: session, conn, seq: 0 };
         this.ids.add(session);
         this.queue.push(this.sessions.length, epochMs() + this.periodMs);
@@ -112,7 +115,20 @@ export class SessionPool {
         }
       }
     };
-    await Promise.all(this.connections.flatMap((c) => Array.from({ length: Math.min(perConnection, Math.ceil(count / k)) }, () => worker(c))));
+    await Promise.all(Array.from({ length: Math.min(inFlight, count) }, (_, i) => worker(this.connections[i % k]!)));
+  }
+
+  /** Answers to openSession that were retried (no leader, leader change, timeout). */
+  openRetries = 0;
+
+  private async openOne(conn: RawConnection): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const reply = await conn.call({ op: 'openSession', ttlMs: this.ttlMs });
+      if (reply.ok) return (reply.result as { session: number }).session;
+      if (!RETRYABLE.has(reply.error.code) || attempt >= 10) resultOf(reply, 'openSession');
+      this.openRetries++;
+      await sleep(50);
+    }
   }
 
   /** Spread the sessions' keepalives evenly over one period from now. No session waits
@@ -135,7 +151,7 @@ export class SessionPool {
 
   /** One more keepalive for every session (a bounded number in flight per connection);
    *  returns how many were not acknowledged. */
-  async keepAliveAll(perConnection = 256): Promise<number> {
+  async keepAliveAll(perConnection = 64): Promise<number> {
     let failed = 0;
     const byConn = new Map<RawConnection, PoolSession[]>();
     for (const s of this.sessions) (byConn.get(s.conn) ?? byConn.set(s.conn, []).get(s.conn)!).push(s);

@@ -42,7 +42,7 @@ export async function runMemory(spec: MemorySpec, log: (line: string) => void): 
   const connections = Math.max(1, Math.ceil(spec.sessions / spec.sessionsPerConnection));
   const pool = await SessionPool.open(leader.clientUrl, connections, spec.ttlMs, spec.sessions);
   try {
-    await pool.openSessions(spec.sessions);
+    await pool.openSessions(spec.sessions, 256);
     await sleep(1_000);
     const baseline = new Map(spec.nodes.map((n) => [n.id, rssBytesOf(n.pid)]));
     let granted = 0;

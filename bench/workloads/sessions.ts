@@ -27,8 +27,12 @@ export interface SessionsResult {
   readonly opensPerSec: number;
   readonly keepAlivesPerSec: number;
   readonly keepAliveMs: LatencySummary;
-  readonly leader: string;
+  /** The node the sessions' connections go to (the leader when they were opened). */
+  readonly connectedTo: string;
+  /** The leader over the window; when it is not `connectedTo`, keepalives were forwarded. */
+  readonly leader: string | null;
   readonly leaderCpuPct: number | null;
+  readonly openRetries: number;
   readonly expiredEvents: number;
   readonly unknownOnKeepAlive: number;
   readonly finalKeepAliveFailed: number;
@@ -43,7 +47,7 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
   const pool = await SessionPool.open(leader.clientUrl, connections, spec.ttlMs, spec.sessions);
   try {
     const t0 = epochMs();
-    await pool.openSessions(spec.sessions, 32, (n) => log(`sessions: ${n} open`));
+    await pool.openSessions(spec.sessions, 256, (n) => log(`sessions: ${n} open`));
     const openSeconds = (epochMs() - t0) / 1000;
     log(`sessions: ${spec.sessions} open in ${openSeconds.toFixed(1)} s; keepalives every ${spec.ttlMs / 3000} s`);
     pool.spreadEvenly();
@@ -63,8 +67,10 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
       opensPerSec: spec.sessions / openSeconds,
       keepAlivesPerSec: pool.keepAlivesRecorded / (w.elapsedMs / 1000),
       keepAliveMs: pool.keepAliveMs.summary(),
-      leader: leader.id,
-      leaderCpuPct: w.cost.cpuPct.nodes[leader.id] ?? null,
+      connectedTo: leader.id,
+      leader: w.cost.leader,
+      leaderCpuPct: w.cost.leader === null ? null : (w.cost.cpuPct.nodes[w.cost.leader] ?? null),
+      openRetries: pool.openRetries,
       expiredEvents: pool.expiredByEvent.size,
       unknownOnKeepAlive: pool.unknownOnKeepAlive,
       finalKeepAliveFailed: finalFailed,
