@@ -14,6 +14,9 @@ export interface CaseOutcome {
   readonly seconds: number;
   readonly result: WorkloadResult | null;
   readonly error: string | null;
+  /** Raft terms when the workload started and ended (highest of the nodes): more than one
+   *  term means leadership moved, which no workload but failover asks for. */
+  readonly terms: { readonly start: number; readonly end: number } | null;
 }
 
 export interface BenchReport {
@@ -81,6 +84,16 @@ function errors(n: number, first: string | null): string {
 const blank: Row = { workload: '', figure: '', p50: '', p99: '', max: '', commits: '', fsyncs: '', cpu: '', target: '', checks: '' };
 
 function rowsOf(o: CaseOutcome): Row[] {
+  const rows = rowsOfResult(o);
+  const t = o.terms;
+  if (t && t.end > t.start && o.workload !== 'failover' && rows[0]) {
+    const note = `ELECTIONS: term ${t.start}→${t.end}`;
+    rows[0].checks = rows[0].checks ? `${rows[0].checks}; ${note}` : note;
+  }
+  return rows;
+}
+
+function rowsOfResult(o: CaseOutcome): Row[] {
   const r = o.result;
   if (!r) return [{ ...blank, workload: o.label, figure: 'FAILED', checks: (o.error ?? '').split('\n')[0]!.slice(0, 120) }];
   switch (r.kind) {

@@ -42,6 +42,11 @@ function machine(): Record<string, unknown> {
   };
 }
 
+async function highestTerm(cluster: BenchCluster): Promise<number> {
+  const all = await Promise.all(cluster.ids.map((id) => cluster.status(id)));
+  return Math.max(0, ...all.map((s) => s?.term ?? 0));
+}
+
 async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
   const started = epochMs();
   log(`${c.label}: starting a fresh cluster`);
@@ -51,8 +56,9 @@ async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
   } catch (e) {
     const error = `cluster did not start: ${e instanceof Error ? e.message : String(e)}`;
     log(`${c.label}: FAILED: ${error}`);
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error };
+    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error, terms: null };
   }
+  const startTerm = await highestTerm(cluster);
   let host: WorkerHost | null = null;
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -66,13 +72,15 @@ async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
       timer = setTimeout(() => reject(new Error(`timed out after ${o.caseTimeoutMs / 1000} s (--case-timeout)`)), o.caseTimeoutMs);
     });
     const result = await Promise.race([work, timeout]);
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result, error: null };
+    const terms = { start: startTerm, end: await highestTerm(cluster) };
+    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result, error: null, terms };
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
     log(`${c.label}: FAILED: ${error}`);
     for (const id of cluster.ids) log(`--- ${id} log tail ---\n${cluster.logTail(id, 1_500)}`);
     host?.kill();
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error };
+    const terms = { start: startTerm, end: await highestTerm(cluster) };
+    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error, terms };
   } finally {
     clearTimeout(timer);
     await cluster.stop({ keepData: o.keepData });
