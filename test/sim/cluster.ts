@@ -618,6 +618,13 @@ export class Sim {
   }
 
   private pickMinority(): Set<NodeId> {
+    // Only when membership is settled: a change still in some log could turn the chosen
+    // minority into half of the configuration it leads to.
+    let maxApplied = 0;
+    for (const n of this.nodes.values()) if (n.raft) maxApplied = Math.max(maxApplied, n.raft.log.applied);
+    for (const n of this.nodes.values()) {
+      if (n.state !== 'off' && n.store.entries.some((e) => e.type === 'conf' && e.index > maxApplied)) return new Set();
+    }
     const confs = [...this.nodes.values()].flatMap((n) => (n.raft && n.state !== 'off' ? [n.raft.confState] : []));
     const all = [...new Set(confs.flatMap((c) => c.voters))];
     const down = new Set<NodeId>();
