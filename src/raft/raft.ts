@@ -60,6 +60,9 @@ export class RaftNode {
   private leadTransferee: NodeId | null = null;
   /** Index of the latest conf entry; a new change waits until it is applied (thesis §4.1). */
   private pendingConfIndex = 0;
+  /** A leader that applied its own removal: who of the new configuration has acknowledged
+   *  a heartbeat carrying a commit index at or past `index` (see applyConfChange). */
+  private handover: { index: number; sent: Set<NodeId>; acked: Set<NodeId> } | null = null;
 
   private readonly readOnly = new ReadOnlyQueue();
   /** Reads that arrived before this leader committed an entry of its term (thesis §6.4 step 1). */
@@ -198,7 +201,24 @@ export class RaftNode {
     if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsed = 0;
       this.broadcastHeartbeat(this.readOnly.lastContext());
+      this.sendHandoverHeartbeats();
     }
+  }
+
+  /** During a handover: a heartbeat to each new voter that holds the change (so the commit
+   *  index it carries covers it), tagged so that its acknowledgement can be told apart. */
+  private sendHandoverHeartbeats(): void {
+    for (const v of this.conf.voters) {
+      const p = this.prs.get(v);
+      if (p) this.sendHandoverHeartbeat(p);
+    }
+  }
+
+  private sendHandoverHeartbeat(p: Progress): void {
+    const h = this.handover;
+    if (!h || p.match < h.index) return;
+    h.sent.add(p.id);
+    this.send({ type: 'heartbeat', to: p.id, term: this.termValue, commit: Math.min(p.match, this.log.committed), context: HANDOVER });
   }
 
   private quorumActive(): boolean {
@@ -242,6 +262,7 @@ export class RaftNode {
 
   private refuseProposal(): ProposeResult | null {
     if (this.roleValue !== 'leader') return { ok: false, reason: 'notLeader', leader: this.leaderValue };
+    if (this.handover) return { ok: false, reason: 'notLeader', leader: null }; // removed, handing over
     // Thesis §3.10: during a transfer the leader stops accepting new requests.
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leader: this.id };
     return null;
@@ -259,7 +280,16 @@ export class RaftNode {
       this.prs.delete(cc.node);
       if (cc.node === this.id) {
         this.removedValue = true;
-        if (this.roleValue === 'leader') this.becomeFollower(this.termValue, null);
+        // A removed leader steps down, but not yet: the others apply the change only once
+        // they learn it committed, and until then they count votes in the old configuration,
+        // which includes us - and we refuse them if our log is longer. Stepping down at once
+        // could leave them unable to elect anyone. So we keep the office (taking no new
+        // proposals) until a majority of the new configuration has acknowledged a heartbeat
+        // that carries a commit index covering the change.
+        if (this.roleValue === 'leader') {
+          this.handover = { index: this.log.committed, sent: new Set(), acked: new Set() };
+          this.sendHandoverHeartbeats();
+        }
       }
       if (this.leadTransferee === cc.node) this.leadTransferee = null;
     } else {
@@ -614,6 +644,11 @@ export class RaftNode {
         if (p.state === 'snapshot') this.sendSnapshotChunk(p);
         else if (p.match < this.log.lastIndex()) this.sendAppend(m.from, true);
         if (m.context && !p.isLearner) this.ackRead(m.context, m.from);
+        if (this.handover && m.context && isHandover(m.context) && this.handover.sent.has(m.from)) {
+          this.handover.acked.add(m.from);
+          const acked = this.conf.voters.filter((v) => this.handover!.acked.has(v)).length;
+          if (acked >= majority(this.conf.voters.length)) this.becomeFollower(this.termValue, null);
+        }
         return;
       case 'snapResp':
         if (p.state !== 'snapshot' || m.index !== p.pendingSnapshot) return;
@@ -664,6 +699,7 @@ export class RaftNode {
     while (this.sendAppend(p.id, false)) {
       /* fill the pipelining window */
     }
+    if (this.handover && !this.handover.sent.has(p.id)) this.sendHandoverHeartbeat(p);
     if (p.id === this.leadTransferee && p.match === this.log.lastIndex()) {
       this.send({ type: 'timeoutNow', to: p.id, term: this.termValue });
     }
@@ -803,6 +839,7 @@ export class RaftNode {
     this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.random(this.cfg.electionTicks);
     this.votes.clear();
     this.leadTransferee = null;
+    this.handover = null;
     this.incoming = null;
     for (const r of this.readOnly.drain()) if (r.from === this.id) this.droppedReads.push(r.context);
     for (const r of this.pendingReadRequests) if (r.from === this.id) this.droppedReads.push(r.context);
@@ -917,6 +954,16 @@ export class RaftNode {
     // Reads that were waiting on our own term's commit may be answerable now.
     if (this.roleValue === 'leader') this.releasePendingReads();
   }
+}
+
+/** The heartbeat context of a removed leader's handover (never a ReadIndex context: those
+ *  come from the application, and this one starts with a zero byte and says what it is). */
+const HANDOVER = new TextEncoder().encode('\u0000raft-handover');
+
+function isHandover(ctx: Uint8Array): boolean {
+  if (ctx.length !== HANDOVER.length) return false;
+  for (let i = 0; i < ctx.length; i++) if (ctx[i] !== HANDOVER[i]) return false;
+  return true;
 }
 
 function sameSoft(a: SoftState, b: SoftState): boolean {

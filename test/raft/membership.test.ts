@@ -223,3 +223,27 @@ test('a promoted learner that has not learnt of its promotion yet still votes wh
   c.tick(2);
   assert.deepEqual(c.node('d').confState.voters, ['a', 'b', 'c', 'd'], 'd learns of its promotion from the new leader');
 });
+
+test('a leader that removes itself hands over before stepping down, so the rest can elect', () => {
+  // a leads a, b, c, d (d is down). a removes itself at index k and accepts one more
+  // proposal at k+1 that never leaves it. The removal commits with b and c, but when a
+  // steps down at once, b and c never learn that k committed: they still count a, b, c, d,
+  // need a's vote, and a refuses it (its log is longer). Three of four up, no leader ever.
+  // a must first make sure a majority of the new configuration knows the commit.
+  const c = new MiniCluster(['a', 'b', 'c', 'd'], { cfg: { maxMsgBytes: 1 } });
+  const a = c.elect('a');
+  c.down.add('d');
+  const rm = a.proposeConfChange({ type: 'remove', node: 'a' });
+  assert.ok(rm.ok);
+  const x = a.propose(enc('after-removal'));
+  assert.ok(x.ok);
+  const k1 = x.ok ? x.index : 0;
+  c.filter = (m) => !(m.type === 'app' && (m.entries ?? []).some((e) => e.index === k1));
+  c.deliverAll();
+  assert.equal(a.removed, true);
+  c.tick(3);
+  assert.notEqual(a.role, 'leader', 'a steps down');
+  for (const id of ['b', 'c']) assert.deepEqual(c.node(id).confState.voters, ['b', 'c', 'd'], `${id} applied the removal`);
+  c.tickUntil(() => c.node('b').role === 'leader' || c.node('c').role === 'leader', 300);
+  assert.equal(a.log.term(k1) !== undefined, true);
+});
