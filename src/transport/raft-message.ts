@@ -35,7 +35,8 @@ function oneOf<T extends string>(values: Readonly<Record<T, true>>): Reader<T> {
 function arrayOf<T>(read: Reader<T>): Reader<T[]> {
   return (v, path) => {
     if (!Array.isArray(v)) fail(path, 'an array');
-    return v.map((item: unknown, i) => read(item, `${path}[${i}]`));
+    // Array.from, not map: map skips the holes of a sparse array and would pass them on.
+    return Array.from(v as unknown[], (item, i) => read(item, `${path}[${i}]`));
   };
 }
 
