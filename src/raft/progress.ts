@@ -1,7 +1,7 @@
 // What a leader knows of each follower's log (paper, Figure 2: nextIndex[], matchIndex[])
 // plus the flow control etcd adds: a follower is probed one message at a time until its
 // log position is known, then replicated to with a bounded window of pipelined appends.
-import type { NodeId } from './types.js';
+import type { NodeId, Snapshot } from './types.js';
 
 export type ProgressState = 'probe' | 'replicate' | 'snapshot';
 
@@ -45,8 +45,12 @@ export class Progress {
   state: ProgressState = 'probe';
   /** In probe state: an append is outstanding; wait for its answer or the next heartbeat. */
   probeSent = false;
-  /** In snapshot state: the snapshot index being sent, and how far its chunks have gone. */
+  /** In snapshot state: the snapshot being sent (its index), and how far its chunks have gone.
+   *  The leader keeps sending this one even if it compacts again meanwhile: switching to a
+   *  newer snapshot restarts the transfer, and a leader that compacts faster than a slow
+   *  follower receives would starve it forever. */
   pendingSnapshot = 0;
+  snapshot: Snapshot | null = null;
   snapshotOffset = 0;
   /** Heard from since the last CheckQuorum round. */
   recentActive = false;
@@ -71,6 +75,7 @@ export class Progress {
     this.next = from;
     this.probeSent = false;
     this.pendingSnapshot = 0;
+    this.snapshot = null;
     this.snapshotOffset = 0;
     this.inflights.reset();
   }
@@ -80,12 +85,14 @@ export class Progress {
     this.next = this.match + 1;
     this.probeSent = false;
     this.pendingSnapshot = 0;
+    this.snapshot = null;
     this.inflights.reset();
   }
 
-  becomeSnapshot(index: number): void {
+  becomeSnapshot(snapshot: Snapshot): void {
     this.state = 'snapshot';
-    this.pendingSnapshot = index;
+    this.pendingSnapshot = snapshot.meta.index;
+    this.snapshot = snapshot;
     this.snapshotOffset = 0;
     this.probeSent = false;
     this.inflights.reset();

@@ -776,7 +776,7 @@ export class RaftNode {
     if (prevTerm === undefined) {
       // The entries this follower needs were compacted: send the snapshot instead.
       if (!this.snapshotValue) return false;
-      p.becomeSnapshot(this.snapshotValue.meta.index);
+      p.becomeSnapshot(this.snapshotValue);
       this.sendSnapshotChunk(p);
       return true;
     }
@@ -795,9 +795,8 @@ export class RaftNode {
   }
 
   private sendSnapshotChunk(p: Progress): void {
-    const snap = this.snapshotValue;
+    const snap = p.snapshot;
     if (!snap) return;
-    if (snap.meta.index !== p.pendingSnapshot) p.becomeSnapshot(snap.meta.index);
     const off = Math.min(p.snapshotOffset, snap.data.length);
     const end = Math.min(off + this.cfg.snapshotChunkBytes, snap.data.length);
     this.send({
