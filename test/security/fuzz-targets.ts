@@ -273,7 +273,10 @@ function onlyThrows(what: string, allowed: (e: unknown) => boolean, fn: () => un
   }
 }
 
-const gate = new ClientGate(validateConfig(VALID_CONFIGS[1], '/tmp'), pino({ level: 'silent' }), () => ({ session: () => null, lock: () => null }));
+const noMachine = () => ({ session: () => null, lock: () => null });
+/** With tokens (what a secured node runs) and without (so that acceptance shows parsing). */
+const gate = new ClientGate(validateConfig(VALID_CONFIGS[1], '/tmp'), pino({ level: 'silent' }), noMachine);
+const openGate = new ClientGate(validateConfig(VALID_CONFIGS[0], '/tmp'), pino({ level: 'silent' }), noMachine);
 
 /** A client's frame through everything the node runs before serving it. */
 function clientPipeline(bytes: Uint8Array, conn: ReturnType<ClientGate['open']>): Outcome {
@@ -303,6 +306,7 @@ function bytesAsList(_k: string, v: unknown): unknown {
 
 export function fuzzTargets(): FuzzTarget[] {
   const conn = gate.open({ id: 1, remoteAddress: 'fuzz' });
+  const openConn = openGate.open({ id: 3, remoteAddress: 'fuzz' });
   const authedConn = gate.open({ id: 2, remoteAddress: 'fuzz' });
   authedConn.admit({ id: 0, op: 'hello', version: 1, token: 'jobs-token-0123456789' });
   const snapshot = busyMachineSnapshot();
@@ -338,14 +342,15 @@ export function fuzzTargets(): FuzzTarget[] {
       check: (x) => {
         const req = noThrow('parseRequest', () => parseRequest(x));
         if (isRequestError(req)) return 'refused';
-        return noThrow('gate.admit', () => authedConn.admit(req)) ? 'refused' : 'accepted';
+        noThrow('gate.admit (tokens)', () => authedConn.admit(req));
+        return noThrow('gate.admit', () => openConn.admit(req)) ? 'refused' : 'accepted';
       },
     },
     {
       name: 'well-typed frames with hostile values, encoded',
       surface: 'client port',
       input: mutatedValue(VALID_REQUESTS).map(encodedOrEmpty),
-      check: (b) => clientPipeline(b as Uint8Array, authedConn),
+      check: (b) => clientPipeline(b as Uint8Array, openConn),
     },
     {
       name: 'server frames -> parseServerFrame',
