@@ -126,12 +126,20 @@ export class ChaosCluster {
       this.paused.delete(id);
     });
     const deadline = Date.now() + START_TIMEOUT_MS;
+    let lastError = '';
     for (;;) {
       if (p.exitCode !== null || p.signalCode !== null) {
         throw new Error(`node ${id} exited at start-up (${p.signalCode ?? `code ${p.exitCode}`}; see ${id}.log)`);
       }
-      if ((await this.status(id, 500)) !== null) return;
-      if (Date.now() > deadline) throw new Error(`node ${id} did not come up within ${START_TIMEOUT_MS} ms`);
+      try {
+        await rpc<NodeStatus>(spec.clientUrl, { op: 'status' }, 1_000);
+        return;
+      } catch (e) {
+        lastError = e instanceof Error ? e.message : String(e);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`node ${id} (pid ${p.pid}, still running) did not answer status within ${START_TIMEOUT_MS} ms: ${lastError} (see ${id}.log)`);
+      }
       await sleep(50);
     }
   }
