@@ -5,6 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, ServerEvent, WireError } from '../transport/client-protocol.js';
 import type { TokenConfig } from './config.js';
+import type { MachineView } from './limits.js';
 
 /** An authenticated client identity: a token's name and its rights, never the token. */
 export interface Principal {
@@ -151,6 +152,29 @@ export function permissionProblem(p: Principal, req: Request): WireError | null 
     };
   }
   return null;
+}
+
+/**
+ * Sessions are not tied to the token that opened them (the lock machine does not record it),
+ * so a session id is a capability: whoever learns one (session ids are visible to readers)
+ * can present it. This bounds what that lets a client do: a token limited to prefixes may
+ * use only sessions whose locks, waits and elections all lie within its prefixes, and a
+ * read-only token only sessions that hold, await and lead nothing. So a foreign session
+ * cannot be used to close, keep alive, or follow the events of locks outside the token's
+ * scope. Within its scope a token can still act through another client's session; see
+ * docs/security.md. Checked against the receiving node's applied state.
+ */
+export function sessionScopeProblem(p: Principal, req: Request, machine: MachineView): WireError | null {
+  if (!('session' in req) || (p.prefixes === null && !p.readOnly)) return null;
+  const s = machine.session(req.session);
+  if (!s) return null; // the machine answers UNKNOWN_SESSION
+  const names = [...s.locks.map((l) => l.name), ...s.waits.map((w) => w.name), ...s.elections];
+  if (p.readOnly && names.length > 0) {
+    return { code: 'PERMISSION_DENIED', message: `token "${p.name}" is read-only: session ${req.session} holds or awaits locks, and a read-only token may use only sessions that hold nothing` };
+  }
+  const outside = names.find((name) => !withinPrefixes(p, name));
+  if (outside === undefined) return null;
+  return { code: 'PERMISSION_DENIED', message: `token "${p.name}" may not use session ${req.session}: it holds, awaits or leads ${JSON.stringify(outside)}, outside the token's prefixes` };
 }
 
 /** Whether an event may be pushed to a client of `p`: events carry names too. */

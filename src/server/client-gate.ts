@@ -9,7 +9,7 @@
 // acquire (limits.ts acquireLimitProblem), where the state is freshest.
 import type { Logger } from 'pino';
 import type { Request, ServerEvent, WireError } from '../transport/client-protocol.js';
-import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, type Principal } from './auth.js';
+import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from './config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 
@@ -94,6 +94,7 @@ export class ConnectionGate {
     const machine = this.gate.machineView;
     return (
       this.refuse(req, permissionProblem(this.principal, req)) ??
+      this.refuse(req, sessionScopeProblem(this.principal, req, machine)) ??
       nameLengthProblem(this.gate.limits, req) ??
       this.sessions.problem(req, machine)
     );

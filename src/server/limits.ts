@@ -14,7 +14,11 @@ import type { ClientLimitsConfig } from './config.js';
 
 /** The parts of the lock machine the checks read (LockMachine satisfies it). */
 export interface MachineView {
-  session(id: number): { readonly locks: readonly { readonly name: string }[]; readonly waits: readonly { readonly name: string }[] } | null;
+  session(id: number): {
+    readonly locks: readonly { readonly name: string }[];
+    readonly waits: readonly { readonly name: string }[];
+    readonly elections: readonly string[];
+  } | null;
   lock(name: string): { readonly holders: readonly unknown[]; readonly waiters: readonly unknown[]; readonly delayed: boolean } | null;
 }
 

@@ -2,7 +2,7 @@
 // config sections that set them.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { TokenRegistry, eventVisibleTo, permissionProblem, touchedNames, type Principal } from '../../src/server/auth.js';
+import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, touchedNames, type Principal } from '../../src/server/auth.js';
 import { ClientGate } from '../../src/server/client-gate.js';
 import { ConfigError, validateConfig, type ClusterConfig } from '../../src/server/config.js';
 import { acquireLimitProblem, type MachineView } from '../../src/server/limits.js';
@@ -37,11 +37,11 @@ function configWith(extra: Record<string, unknown>): ClusterConfig {
 }
 
 /** A machine view with fixed sessions and locks. */
-function machineView(sessions: Record<number, { locks?: string[]; waits?: string[] }>, locks: Record<string, { holders: number; waiters: number }> = {}): MachineView {
+function machineView(sessions: Record<number, { locks?: string[]; waits?: string[]; elections?: string[] }>, locks: Record<string, { holders: number; waiters: number }> = {}): MachineView {
   return {
     session: (id) => {
       const s = sessions[id];
-      return s ? { locks: (s.locks ?? []).map((name) => ({ name })), waits: (s.waits ?? []).map((name) => ({ name })) } : null;
+      return s ? { locks: (s.locks ?? []).map((name) => ({ name })), waits: (s.waits ?? []).map((name) => ({ name })), elections: s.elections ?? [] } : null;
     },
     lock: (name) => {
       const l = locks[name];
@@ -115,6 +115,21 @@ describe('permissions', () => {
     assert.equal(permissionProblem({ ...jobs, admin: true }, { id: 1, op: 'transferLeader' }), null);
   });
 
+  test('a session id is usable only by a token whose scope covers what the session holds', () => {
+    const view = machineView({ 1: { locks: ['jobs/a'] }, 2: { locks: ['jobs/a'], waits: ['other/b'] }, 3: { elections: ['other/e'] }, 4: {} });
+    const keepAlive = (session: number): Request => ({ id: 1, op: 'keepAlive', session });
+    const close = (session: number): Request => ({ id: 1, op: 'closeSession', session, seq: 1 });
+    assert.equal(sessionScopeProblem(jobs, keepAlive(1), view), null);
+    assert.match(sessionScopeProblem(jobs, keepAlive(2), view)?.message ?? '', /"other\/b", outside/);
+    assert.equal(sessionScopeProblem(jobs, close(3), view)?.code, 'PERMISSION_DENIED');
+    assert.equal(sessionScopeProblem(jobs, { id: 1, op: 'attach', session: 3 }, view)?.code, 'PERMISSION_DENIED');
+    assert.equal(sessionScopeProblem(jobs, keepAlive(99), view), null, 'unknown sessions are the machine\'s to answer');
+    assert.equal(sessionScopeProblem(reader, keepAlive(4), view), null, 'a read-only token may keep an empty session');
+    assert.match(sessionScopeProblem(reader, keepAlive(1), view)?.message ?? '', /read-only/);
+    const everything: Principal = { name: 'all', prefixes: null, readOnly: false, admin: false };
+    assert.equal(sessionScopeProblem(everything, close(2), view), null);
+  });
+
   test('events outside the prefixes are not shown', () => {
     assert.equal(eventVisibleTo(jobs, { event: 'granted', index: 3, session: 1, name: 'jobs/a', token: 3, mode: 'exclusive' }), true);
     assert.equal(eventVisibleTo(jobs, { event: 'granted', index: 3, session: 1, name: 'b', token: 3, mode: 'exclusive' }), false);
@@ -183,7 +198,7 @@ describe('the connection gate', () => {
 
   test('sessions per connection; closed or expired ones stop counting', () => {
     const alive = new Set([11, 12]);
-    const view: MachineView = { session: (id) => (alive.has(id) ? { locks: [], waits: [] } : null), lock: () => null };
+    const view: MachineView = { session: (id) => (alive.has(id) ? { locks: [], waits: [], elections: [] } : null), lock: () => null };
     const { conn } = gateFor({ limits: { maxSessionsPerConnection: 2 } }, view);
     const open: Request = { id: 1, op: 'openSession' };
     conn.observe(open, { ok: true, result: { session: 11, ttlMs: 1000 } });
