@@ -173,7 +173,7 @@ function rowsOfResult(o: CaseOutcome): Row[] {
           figure: rss,
           checks: [
             `leader +${r.leaderBytesPerLock === null ? '?' : int(r.leaderBytesPerLock)} B/lock over ${base}`,
-            `${int(r.locksGranted)} granted at ${int(r.acquiresPerSec)}/s`,
+            `${int(r.locksGranted)} granted at ${int(r.acquiresPerSec)}/s${r.retries ? ` (${int(r.retries)} retried)` : ''}`,
             errors(r.errors, r.firstError),
           ].filter(Boolean).join('; '),
         },

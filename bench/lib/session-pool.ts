@@ -170,10 +170,19 @@ export class SessionPool {
     return failed;
   }
 
-  /** A session-scoped write with the session's next seq (every earlier one answered). */
-  write(s: PoolSession, body: { op: 'acquire'; name: string; mode: 'exclusive'; wait: boolean }): Promise<Reply> {
+  /** Writes retried because their outcome was open (no leader, leader change, timeout). */
+  writeRetries = 0;
+
+  /** A session-scoped write with the session's next seq (every earlier one answered),
+   *  retried with the same seq while the answer leaves the outcome open, as the SDK does. */
+  async write(s: PoolSession, body: { op: 'acquire'; name: string; mode: 'exclusive'; wait: boolean }, attempts = 20): Promise<Reply> {
     const seq = ++s.seq;
-    return s.conn.call({ ...body, session: s.id, seq, ackedSeq: seq - 1 });
+    for (let attempt = 1; ; attempt++) {
+      const reply = await s.conn.call({ ...body, session: s.id, seq, ackedSeq: seq - 1 });
+      if (reply.ok || !RETRYABLE.has(reply.error.code) || attempt >= attempts) return reply;
+      this.writeRetries++;
+      await sleep(50);
+    }
   }
 
   close(): void {

@@ -33,6 +33,8 @@ export interface MemoryResult {
   readonly nodes: readonly NodeMemory[];
   /** (loaded − baseline) / locks on the leader. */
   readonly leaderBytesPerLock: number | null;
+  /** Acquires re-sent with the same seq after an answer that left the outcome open. */
+  readonly retries: number;
   readonly errors: number;
   readonly firstError: string | null;
 }
@@ -95,6 +97,7 @@ export async function runMemory(spec: MemorySpec, log: (line: string) => void): 
       acquiresPerSec: locks / loadSeconds,
       nodes,
       leaderBytesPerLock: lm?.baselineRssBytes != null && lm.loadedRssBytes != null ? (lm.loadedRssBytes - lm.baselineRssBytes) / locks : null,
+      retries: pool.writeRetries,
       errors: errors + pool.unknownOnKeepAlive + pool.keepAliveErrors,
       firstError: firstError ?? pool.firstError,
     };
