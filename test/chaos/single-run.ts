@@ -78,138 +78,48 @@ export function clientsFor(nodes: number): number {
   return nodes <= 3 ? 4 : 5;
 }
 
+/** What the live part of a run leaves behind for judging. */
+interface Observed {
+  readonly problems: string[];
+  readonly faults: ReadonlyMap<FaultKind, number>;
+  readonly availability: Availability | null;
+  readonly recoveryMs: number | null;
+  readonly clockSlackMs: number;
+}
+
 export async function runOnce(options: RunOptions): Promise<RunResult> {
   const { seed, nodes, durationMs, log } = options;
-  const dir = join(options.resultsDir, `${nodes}n-seed${seed}`);
+  const dir = join(options.resultsDir, `${nodes}n-seed${seed}${options.plantOptimisticLeases ? '-self-test' : ''}`);
   const logDir = join(dir, 'logs');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(logDir, { recursive: true });
-  const dataDir = join(tmpdir(), `palisade-chaos-${process.pid}-${nodes}n-${seed}`);
-  const originAbsMs = absoluteNowMs();
-  const now = runClock(originAbsMs);
   const recorder = new HistoryRecorder();
   const resources = new FencedResources();
-  const problems: string[] = [];
-  const clientCount = clientsFor(nodes);
-  let cluster: ChaosCluster | null = null;
-  let fleet: ClientFleet | null = null;
-  let spawning: Promise<ClientFleet> | null = null;
-  let probe: ClusterProbe | null = null;
-  let nemesis: Nemesis | null = null;
-  let availability: Availability | null = null;
-  let recoveryMs: number | null = null;
-  let clockSlackMs = 0;
 
-  try {
-    log(`seed ${seed}: starting ${nodes} nodes behind ${nodes * (nodes - 1)} link proxies, and ${clientCount} client processes`);
-    // The client processes take a while to boot (tsx): let them while the cluster starts.
-    spawning = ClientFleet.spawn({ count: clientCount, logDir, recorder, resources, now });
-    spawning.catch(() => {});
-    cluster = await ChaosCluster.create({ nodes, dataDir, logDir, cli: options.cli, ...TIMING });
-    await cluster.startAll();
-    await cluster.waitForLeader(20_000);
-    fleet = await spawning;
-    log(`seed ${seed}: cluster and clients up after ${seconds(now())}`);
-    // Windows are widened by the measured disagreement of the clocks, plus a millisecond.
-    clockSlackMs = Math.ceil(await fleet.measureClockSkew()) + 1;
-    const endpoints = cluster.endpoints;
-    await fleet.startAll((process, i) => ({
-      process,
-      seed: (seed * 1_000 + i + 1) >>> 0,
-      endpoints,
-      ttlMs: TTL_MS,
-      originAbsMs,
-      clockSlackMs,
-      shape: WORKLOAD,
-      ...(options.plantOptimisticLeases ? { safetyMarginMs: -TTL_MS } : {}),
-    }));
-    probe = new ClusterProbe(endpoints, workloadLocks(), WORKLOAD.election, recorder, now);
-    await probe.connect();
-    probe.start();
-
-    const plan = planFaults({ seed, runMs: durationMs, ttlMs: TTL_MS, ...(options.plantOptimisticLeases ? { kinds: ['pause-client'] } : {}) });
-    log(`seed ${seed}: ${clientCount} clients running after ${seconds(now())}; ${plan.length} faults planned over ${seconds(durationMs)}`);
-    nemesis = new Nemesis(cluster, fleet, (kind, phase, detail) => {
-      recorder.fault(kind, phase, now(), detail);
-      if (phase === 'start') log(`  ${(now() / 1000).toFixed(1).padStart(6)} s  ${kind}: ${detail}`);
-    });
-    const nemesisStarted = performance.now();
-    await nemesis.run(plan);
-    // The last fault may end early: the clients get the rest of the duration anyway.
-    await sleepMs(durationMs - (performance.now() - nemesisStarted));
-
-    await cluster.healAll();
-    fleet.resumeAll();
-    const healedMs = now();
-    recorder.fault('heal-all', 'start', healedMs, 'every link healed, every process running');
-    await cluster.waitForLeader(RECOVERY_BOUND_MS).catch(() => null);
-    recoveryMs = await probe.timeToServeWrites(healedMs, RECOVERY_BOUND_MS);
-    if (recoveryMs === null) {
-      const states = (await cluster.statuses(1_000)).map((st) => `${st.id} ${st.role} term ${st.term} leader ${st.leader ?? '-'} commit ${st.commitIndex} applied ${st.appliedIndex}`);
-      problems.push(`recovery: no write went through the log within ${RECOVERY_BOUND_MS} ms of the final heal (${states.join('; ') || 'no node answered'})`);
-    }
-    await sleepMs(SETTLE_MS);
-
-    await probe.stopProbing();
-    availability = probe.availability();
-    const killed = await fleet.stopAll(STOP_CLIENTS_TIMEOUT_MS);
-    if (killed.length > 0) recorder.note('harness', now(), `clients ${killed.join(', ')} did not stop in time and were killed`);
-
-    problems.push(...(await checkFinalState(probe, workloadLocks(), FINAL_STATE_BOUND_MS)));
-    problems.push(...(await checkConvergence(cluster, highestAcknowledgedToken(recorder.completed), CONVERGENCE_BOUND_MS)));
-  } catch (e) {
-    problems.push(`harness failure: ${(e as Error).stack ?? String(e)}`);
-  } finally {
-    await probe?.stopProbing().catch(() => {});
-    await probe?.close().catch(() => {});
-    (fleet ?? (await spawning?.catch(() => null)))?.killAll();
-    await cluster?.stop().catch(() => {});
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-
-  if (recorder.malformed.length > 0) problems.push(`harness failure: malformed records: ${recorder.malformed.slice(0, 5).join('; ')}`);
+  const observed = await operate(options, logDir, recorder, resources);
   const history = recorder.operations();
   const historyPath = join(dir, 'history.jsonl');
   await recorder.writeJsonl(historyPath, history);
+  if (recorder.malformed.length > 0) observed.problems.push(`harness failure: malformed records: ${recorder.malformed.slice(0, 5).join('; ')}`);
 
-  log(`seed ${seed}: checking ${history.length} operations (${seconds(now())} into the run)`);
-  let result: CheckResult | null = null;
-  try {
-    result = check(history, { maxMs: 60_000, shrinkMaxMs: 30_000 });
-  } catch (e) {
-    problems.push(`checker failure: ${(e as Error).message}`);
-  }
-  if (result?.valid === false) problems.unshift(`${result.check} violation on ${result.kind} "${result.lock}"`);
-  if (result?.valid === 'unknown') problems.push(`inconclusive check: ${result.reason}`);
-
-  if (options.plantOptimisticLeases) {
-    // Inverted: the planted bug must be found, and nothing else may go wrong.
-    if (result?.valid === false) problems.shift();
-    else problems.push('self-test: clients trusted their leases past the server deadline, and the run did not notice');
-  }
+  log(`seed ${seed}: checking ${history.length} operations`);
+  const { result, problems } = judge(history, observed.problems, options.plantOptimisticLeases === true);
   const passed = problems.length === 0;
-  const faults = nemesis?.injected ?? new Map<FaultKind, number>();
   const summary = formatRunSummary({
     seed,
     nodes,
-    clients: clientCount,
+    clients: clientsFor(nodes),
     durationMs,
     history,
-    faults,
-    availability: availability ?? { unavailableMs: 0, longestGapMs: 0, gaps: [] },
-    recoveryMs,
+    faults: observed.faults,
+    availability: observed.availability ?? { unavailableMs: 0, longestGapMs: 0, gaps: [] },
+    recoveryMs: observed.recoveryMs,
     fencedAccepted: resources.accepted,
     fencedRejected: resources.rejectedTotal,
     sessions: history.filter((o) => o.op === 'sessionExpired').length,
-    clockSlackMs,
+    clockSlackMs: observed.clockSlackMs,
     check: result === null ? null : result.stats,
-    verdict: options.plantOptimisticLeases
-      ? passed
-        ? 'PASS (self-test: the planted lease bug was caught)'
-        : 'FAIL (self-test)'
-      : passed
-        ? 'PASS'
-        : 'FAIL',
+    verdict: `${passed ? 'PASS' : 'FAIL'}${options.plantOptimisticLeases ? ' (self-test: the planted lease bug must be caught)' : ''}`,
   });
   const parts = [summary];
   if (result !== null && result.valid === false) {
@@ -235,11 +145,117 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
     dir,
     operations: history.length,
     outcomes,
-    faults,
-    availability,
-    recoveryMs,
+    faults: observed.faults,
+    availability: observed.availability,
+    recoveryMs: observed.recoveryMs,
     fencedRejected: resources.rejectedTotal,
   };
+}
+
+/** The live run: start everything, inject the faults, heal, stop, check the final state. */
+async function operate(options: RunOptions, logDir: string, recorder: HistoryRecorder, resources: FencedResources): Promise<Observed> {
+  const { seed, nodes, durationMs, log } = options;
+  const dataDir = join(tmpdir(), `palisade-chaos-${process.pid}-${nodes}n-${seed}`);
+  const originAbsMs = absoluteNowMs();
+  const now = runClock(originAbsMs);
+  const problems: string[] = [];
+  const clientCount = clientsFor(nodes);
+  let cluster: ChaosCluster | null = null;
+  let fleet: ClientFleet | null = null;
+  let spawning: Promise<ClientFleet> | null = null;
+  let probe: ClusterProbe | null = null;
+  let nemesis: Nemesis | null = null;
+  let availability: Availability | null = null;
+  let recoveryMs: number | null = null;
+  let clockSlackMs = 0;
+
+  try {
+    log(`seed ${seed}: starting ${nodes} nodes behind ${nodes * (nodes - 1)} link proxies, and ${clientCount} client processes`);
+    // The client processes take a while to boot (tsx): let them while the cluster starts.
+    spawning = ClientFleet.spawn({ count: clientCount, logDir, recorder, resources, now });
+    spawning.catch(() => {});
+    cluster = await ChaosCluster.create({ nodes, dataDir, logDir, cli: options.cli, ...TIMING });
+    await cluster.startAll();
+    await cluster.waitForLeader(20_000);
+    fleet = await spawning;
+    // Windows are widened by the measured disagreement of the clocks, plus a millisecond.
+    clockSlackMs = Math.ceil(await fleet.measureClockSkew()) + 1;
+    const endpoints = cluster.endpoints;
+    await fleet.startAll((process, i) => ({
+      process,
+      seed: (seed * 1_000 + i + 1) >>> 0,
+      endpoints,
+      ttlMs: TTL_MS,
+      originAbsMs,
+      clockSlackMs,
+      shape: WORKLOAD,
+      ...(options.plantOptimisticLeases ? { safetyMarginMs: -TTL_MS } : {}),
+    }));
+    probe = new ClusterProbe(endpoints, workloadLocks(), WORKLOAD.election, recorder, now);
+    await probe.connect();
+    probe.start();
+
+    const plan = planFaults({ seed, runMs: durationMs, ttlMs: TTL_MS, ...(options.plantOptimisticLeases ? { kinds: ['pause-client'] } : {}) });
+    log(`seed ${seed}: cluster and clients up after ${seconds(now())}; ${plan.length} faults planned over ${seconds(durationMs)}`);
+    nemesis = new Nemesis(cluster, fleet, (kind, phase, detail) => {
+      recorder.fault(kind, phase, now(), detail);
+      if (phase === 'start') log(`  ${(now() / 1000).toFixed(1).padStart(6)} s  ${kind}: ${detail}`);
+    });
+    const nemesisStarted = performance.now();
+    await nemesis.run(plan);
+    // The last fault may end early: the clients get the rest of the duration anyway.
+    await sleepMs(durationMs - (performance.now() - nemesisStarted));
+
+    await cluster.healAll();
+    fleet.resumeAll();
+    const healedMs = now();
+    recorder.note('harness', healedMs, 'final heal: every link healed, every process running');
+    await cluster.waitForLeader(RECOVERY_BOUND_MS).catch(() => null);
+    recoveryMs = await probe.timeToServeWrites(healedMs, RECOVERY_BOUND_MS);
+    if (recoveryMs === null) {
+      const states = (await cluster.statuses(1_000)).map(
+        (st) => `${st.id} ${st.role} term ${st.term} leader ${st.leader ?? '-'} commit ${st.commitIndex} applied ${st.appliedIndex}`,
+      );
+      problems.push(`recovery: no write went through the log within ${RECOVERY_BOUND_MS} ms of the final heal (${states.join('; ') || 'no node answered'})`);
+    }
+    await sleepMs(SETTLE_MS);
+
+    await probe.stopProbing();
+    availability = probe.availability();
+    const killed = await fleet.stopAll(STOP_CLIENTS_TIMEOUT_MS);
+    if (killed.length > 0) recorder.note('harness', now(), `clients ${killed.join(', ')} did not stop in time and were killed`);
+
+    problems.push(...(await checkFinalState(probe, workloadLocks(), FINAL_STATE_BOUND_MS)));
+    problems.push(...(await checkConvergence(cluster, highestAcknowledgedToken(recorder.completed), CONVERGENCE_BOUND_MS)));
+  } catch (e) {
+    problems.push(`harness failure: ${(e as Error).stack ?? String(e)}`);
+  } finally {
+    await probe?.stopProbing().catch(() => {});
+    await probe?.close().catch(() => {});
+    (fleet ?? (await spawning?.catch(() => null)))?.killAll();
+    await cluster?.stop().catch(() => {});
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return { problems, faults: nemesis?.injected ?? new Map(), availability, recoveryMs, clockSlackMs };
+}
+
+/** The checker's verdict, folded into the run's problems (inverted for the self-test). */
+function judge(history: readonly RecordedOperation[], observed: readonly string[], planted: boolean): { result: CheckResult | null; problems: string[] } {
+  const problems = [...observed];
+  let result: CheckResult | null = null;
+  try {
+    result = check(history, { maxMs: 60_000, shrinkMaxMs: 30_000 });
+  } catch (e) {
+    problems.push(`checker failure: ${(e as Error).message}`);
+  }
+  if (planted) {
+    // The planted bug must be found, and nothing else may go wrong.
+    if (result?.valid !== false) problems.push('self-test: clients trusted their leases past the server deadline, and the run did not notice');
+    return { result, problems };
+  }
+  if (result?.valid === false) problems.unshift(`${result.check} violation on ${result.kind} "${result.lock}"`);
+  if (result?.valid === 'unknown') problems.push(`inconclusive check: ${result.reason}`);
+  return { result, problems };
 }
 
 function sleepMs(ms: number): Promise<void> {
