@@ -37,6 +37,9 @@ export interface FailoverResult {
   readonly acquires: number;
   readonly errors: number;
   readonly firstError: string | null;
+  /** The first errors, with when and where (the time is ms after the first disruption, or
+   *  before it when negative). */
+  readonly errorLog: readonly { readonly atMs: number; readonly client: string; readonly error: string; readonly session: number | null }[];
 }
 
 interface Completion {
@@ -55,6 +58,8 @@ export class FailoverClients {
   private acquires = 0;
   private errors = 0;
   private firstError: string | null = null;
+  private readonly errorLog: { at: number; client: string; error: string; session: number | null }[] = [];
+  private firstDisruptionAt: number | null = null;
   private readonly tries: RecoveryTry[] = [];
 
   private constructor(
@@ -72,6 +77,7 @@ export class FailoverClients {
 
   /** Time from the disruption to the first acquire that qualifies (null after timeoutMs). */
   async recovery(d: Disruption, timeoutMs = 20_000): Promise<number | null> {
+    this.firstDisruptionAt ??= d.at;
     const test = (c: Completion): boolean => c.at > d.at && (d.event === 'kill' ? c.startedAt > d.at : c.token > d.boundaryIndex);
     const probing = this.probes.map((p, i) => this.probe(p, `bench/failover/p${i}`));
     const seen = this.history.find(test);
@@ -107,6 +113,7 @@ export class FailoverClients {
       acquires: this.acquires,
       errors: this.errors,
       firstError: this.firstError,
+      errorLog: this.errorLog.map((e) => ({ atMs: Math.round(e.at - (this.firstDisruptionAt ?? e.at)), client: e.client, error: e.error, session: e.session })),
     };
   }
 
@@ -118,8 +125,7 @@ export class FailoverClients {
         this.record({ startedAt, at: epochMs(), token: lock.token });
         await lock.release();
       } catch (e) {
-        this.errors++;
-        this.firstError ??= errorText(e);
+        this.noteError(e, name, client);
         await sleep(10);
       }
     }
@@ -133,9 +139,14 @@ export class FailoverClients {
       this.record({ startedAt, at: epochMs(), token: lock.token });
       await lock.release();
     } catch (e) {
-      this.errors++;
-      this.firstError ??= errorText(e);
+      this.noteError(e, name, client);
     }
+  }
+
+  private noteError(e: unknown, name: string, client: LockClient): void {
+    this.errors++;
+    this.firstError ??= errorText(e);
+    if (this.errorLog.length < 20) this.errorLog.push({ at: epochMs(), client: name, error: errorText(e), session: client.sessionId });
   }
 
   private record(c: Completion): void {
