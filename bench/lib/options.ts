@@ -37,7 +37,7 @@ export const USAGE = `npm run bench -- [options]
   --out DIR            where the JSON goes (default bench/results)
   --no-build           use dist/ as it is (by default it is rebuilt when src/ is newer)
   --keep-data          keep each cluster's folder (logs, LevelDB) and print where it is
-  --case-timeout S     give up on a figure after this long (default 900, quick 240)`;
+  --case-timeout S     give up on a figure after this long (default 600, quick 240)`;
 
 function list(v: string | undefined): string[] | undefined {
   return v === undefined ? undefined : v.split(',').map((x) => x.trim()).filter(Boolean);
@@ -98,6 +98,6 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     outDir: values.out ?? 'bench/results',
     build: !(values['no-build'] ?? false),
     keepData: values['keep-data'] ?? false,
-    caseTimeoutMs: seconds(values['case-timeout'], quick ? 240 : 900, '--case-timeout'),
+    caseTimeoutMs: seconds(values['case-timeout'], quick ? 240 : 600, '--case-timeout'),
   };
 }

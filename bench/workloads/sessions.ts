@@ -47,7 +47,12 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
   const pool = await SessionPool.open(leader.clientUrl, connections, spec.ttlMs, spec.sessions);
   try {
     const t0 = epochMs();
-    await pool.openSessions(spec.sessions, 256, (n) => log(`sessions: ${n} open`));
+    try {
+      await pool.openSessions(spec.sessions, 256, (n) => log(`sessions: ${n} open`));
+    } catch (e) {
+      const at = ((epochMs() - t0) / 1000).toFixed(0);
+      throw new Error(`${(e as Error).message} (with ${pool.sessions.length} of ${spec.sessions} sessions open after ${at} s)`);
+    }
     const openSeconds = (epochMs() - t0) / 1000;
     log(`sessions: ${spec.sessions} open in ${openSeconds.toFixed(1)} s; keepalives every ${spec.ttlMs / 3000} s`);
     pool.spreadEvenly();
