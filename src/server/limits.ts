@@ -14,6 +14,9 @@ import type { ClientLimitsConfig } from './config.js';
 
 /** The parts of the lock machine the checks read (LockMachine satisfies it). */
 export interface MachineView {
+  /** The last entry applied here: a session id (its openSession's index) above it may just
+   *  not have reached this node yet. */
+  readonly appliedIndex: number;
   session(id: number): {
     readonly locks: readonly { readonly name: string }[];
     readonly waits: readonly { readonly name: string }[];
@@ -89,8 +92,9 @@ export class ConnectionSessions {
     if (req.op === 'attach' && this.ids.has(req.session)) return null;
     if (this.ids.size >= this.max) {
       // Sessions that expired or closed meanwhile no longer count (the SDK opens a new
-      // session on the same connection after its old one expired).
-      for (const id of this.ids) if (machine.session(id) === null) this.ids.delete(id);
+      // session on the same connection after its old one expired). One this node has not
+      // applied yet (it lags the leader that answered) is not gone.
+      for (const id of this.ids) if (id <= machine.appliedIndex && machine.session(id) === null) this.ids.delete(id);
     }
     if (this.ids.size < this.max) return null;
     return limitExceeded(`this connection already carries ${this.ids.size} sessions, the limit (limits.maxSessionsPerConnection)`);

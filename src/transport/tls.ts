@@ -106,11 +106,8 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
   server.on('tlsClientError', (err: Error, socket: Socket) => {
     // A client without an acceptable certificate, or one speaking plain ws to a wss port.
     const remote = socket.remoteAddress ?? 'unknown';
-    // A dialer that gave up mid-handshake (a timeout, a process exiting) is routine.
-    if ((err as NodeJS.ErrnoException).code === 'ECONNRESET') {
-      opts.logger.debug({ remote, reason: err.message }, `a TLS handshake on the ${opts.what} port was cut short`);
-      return;
-    }
+    // (A certificate from an unknown CA shows up here as a bare "socket hang up", just like a
+    // client that gave up mid-handshake: the two cannot be told apart, so both are logged.)
     const now = Date.now();
     if ((lastLogged.get(remote) ?? -Infinity) + TLS_REFUSAL_LOG_INTERVAL_MS > now) return;
     if (lastLogged.size > 10_000) lastLogged.clear();

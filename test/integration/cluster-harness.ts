@@ -53,6 +53,8 @@ export class TestCluster {
   readonly procs = new Map<string, ChildProcess>();
   credentials: RpcCredentials = {};
   private peerScheme = 'ws';
+  /** Ports handed out to this cluster: the OS may offer a just-freed one twice. */
+  private readonly ports = new Set<number>();
   private clientScheme = 'ws';
   private constructor(dir: string) {
     this.dir = dir;
@@ -68,9 +70,9 @@ export class TestCluster {
     for (let i = 1; i <= n; i++) {
       c.nodes.push({
         id: `n${i}`,
-        peerUrl: `${c.peerScheme}://127.0.0.1:${await freePort()}`,
-        clientUrl: `${c.clientScheme}://127.0.0.1:${await freePort()}`,
-        httpUrl: `http://127.0.0.1:${await freePort()}`,
+        peerUrl: `${c.peerScheme}://127.0.0.1:${await c.newPort()}`,
+        clientUrl: `${c.clientScheme}://127.0.0.1:${await c.newPort()}`,
+        httpUrl: `http://127.0.0.1:${await c.newPort()}`,
         dataDir: join(c.dir, `n${i}`),
       });
     }
@@ -96,9 +98,9 @@ export class TestCluster {
   async addNodeSpec(id: string): Promise<NodeInfo> {
     const n: NodeInfo = {
       id,
-      peerUrl: `${this.peerScheme}://127.0.0.1:${await freePort()}`,
-      clientUrl: `${this.clientScheme}://127.0.0.1:${await freePort()}`,
-      httpUrl: `http://127.0.0.1:${await freePort()}`,
+      peerUrl: `${this.peerScheme}://127.0.0.1:${await this.newPort()}`,
+      clientUrl: `${this.clientScheme}://127.0.0.1:${await this.newPort()}`,
+      httpUrl: `http://127.0.0.1:${await this.newPort()}`,
       dataDir: join(this.dir, id),
     };
     this.nodes.push(n);
@@ -109,6 +111,15 @@ export class TestCluster {
 
   private configFile(id: string): string {
     return this.joiners.has(id) ? join(this.dir, `${id}.config.json`) : this.configPath;
+  }
+
+  private async newPort(): Promise<number> {
+    for (;;) {
+      const port = await freePort();
+      if (this.ports.has(port)) continue;
+      this.ports.add(port);
+      return port;
+    }
   }
 
   get endpoints(): string[] {

@@ -39,6 +39,7 @@ function configWith(extra: Record<string, unknown>): ClusterConfig {
 /** A machine view with fixed sessions and locks. */
 function machineView(sessions: Record<number, { locks?: string[]; waits?: string[]; elections?: string[] }>, locks: Record<string, { holders: number; waiters: number }> = {}): MachineView {
   return {
+    appliedIndex: 1000,
     session: (id) => {
       const s = sessions[id];
       return s ? { locks: (s.locks ?? []).map((name) => ({ name })), waits: (s.waits ?? []).map((name) => ({ name })), elections: s.elections ?? [] } : null;
@@ -198,15 +199,17 @@ describe('the connection gate', () => {
 
   test('sessions per connection; closed or expired ones stop counting', () => {
     const alive = new Set([11, 12]);
-    const view: MachineView = { session: (id) => (alive.has(id) ? { locks: [], waits: [], elections: [] } : null), lock: () => null };
+    const view = { appliedIndex: 11, session: (id: number) => (alive.has(id) ? { locks: [], waits: [], elections: [] } : null), lock: () => null };
     const { conn } = gateFor({ limits: { maxSessionsPerConnection: 2 } }, view);
     const open: Request = { id: 1, op: 'openSession' };
     conn.observe(open, { ok: true, result: { session: 11, ttlMs: 1000 } });
     conn.observe({ id: 2, op: 'attach', session: 12 }, { ok: true, result: {} });
     assert.equal(conn.admit(open)?.code, 'LIMIT_EXCEEDED');
     assert.equal(conn.admit({ id: 3, op: 'attach', session: 12 }), null, 'attaching one it carries');
+    alive.delete(12);
+    assert.equal(conn.admit(open)?.code, 'LIMIT_EXCEEDED', 'session 12 is not applied here yet: it still counts');
     alive.delete(11);
-    assert.equal(conn.admit(open), null);
+    assert.equal(conn.admit(open), null, 'session 11 was applied here and is gone');
   });
 });
 
