@@ -104,7 +104,12 @@ export function explainFailure(e: unknown): string {
   const code = (e as { code?: unknown } | null)?.code;
   const message = e instanceof Error ? e.message : String(e);
   const detail = causeChain(e);
-  if (code === 'UNAUTHENTICATED') return `the cluster refused the token: UNAUTHENTICATED (${message}) — check --token or PALISADE_TOKEN`;
+  if (code === 'UNAUTHENTICATED') {
+    // The node's own words are about the protocol (hello); these are about the command line.
+    return /none was given|requires a token|say hello/.test(message)
+      ? 'the cluster requires a token: UNAUTHENTICATED — give --token or set PALISADE_TOKEN'
+      : 'the cluster refused the token: UNAUTHENTICATED — check --token or PALISADE_TOKEN';
+  }
   if (code === 'PERMISSION_DENIED') return `the cluster refused this for the token: PERMISSION_DENIED (${message}) — the token's prefixes, read-only or admin setting do not allow it`;
   if (/certificate|self[- ]signed|unable to verify|altnames/i.test(detail)) {
     return `cannot verify the node's TLS certificate (${message}) — check --ca or PALISADE_CA`;

@@ -151,7 +151,7 @@ export class Connection {
         pending.set(1, {
           resolve: (response) => {
             if (settled) return;
-            if (!response.ok) return fail(errorFromWire(response.error));
+            if (!response.ok) return fail(errorFromWire(helloRefusal(response.error, url, options.authToken !== undefined)));
             const result = parseHello(response.result);
             if (!result) return fail(new ConnectionLostError(`malformed hello answer from ${url}`));
             settled = true;
@@ -235,6 +235,13 @@ export class Connection {
     this.closed = true;
     this.onClose();
   }
+}
+
+/** A refused hello, in words that say what to fix (the code is kept for callers that branch). */
+function helloRefusal(error: WireError, url: string, sentToken: boolean): WireError {
+  if (error.code !== 'UNAUTHENTICATED') return error;
+  const what = sentToken ? 'refused the token' : 'requires a token and none was given';
+  return { ...error, message: `the cluster (${url}) ${what}: ${error.message} — check the authToken option` };
 }
 
 /** Decodes and validates one message; never throws. */

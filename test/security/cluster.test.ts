@@ -175,7 +175,14 @@ describe('a cluster with authentication, TLS and limits', () => {
       await client.close();
     }
     const started = Date.now();
-    await assert.rejects(LockClient.connect({ endpoints: c.endpoints, authToken: 'wrong-token-0123456789', tls: { ca }, requestTimeoutMs: 5000 }), UnauthenticatedError);
+    await assert.rejects(
+      LockClient.connect({ endpoints: c.endpoints, authToken: 'wrong-token-0123456789', tls: { ca }, requestTimeoutMs: 5000 }),
+      (e: unknown) => e instanceof UnauthenticatedError && /refused the token/.test(e.message),
+    );
+    await assert.rejects(
+      LockClient.connect({ endpoints: c.endpoints, tls: { ca }, requestTimeoutMs: 5000 }),
+      (e: unknown) => e instanceof UnauthenticatedError && /requires a token and none was given/.test(e.message),
+    );
     assert.ok(Date.now() - started < 4000, 'a refused token is not retried until the deadline');
     await assert.rejects(LockClient.connect({ endpoints: c.endpoints, authToken: TOKENS.jobs, requestTimeoutMs: 1500 }), /certificate/i);
   });
@@ -224,7 +231,7 @@ describe('a cluster with authentication, TLS and limits', () => {
       ]);
       assert.notEqual(badToken.code, 0);
       assert.match(badToken.err, /the cluster refused the token: UNAUTHENTICATED .*check --token or PALISADE_TOKEN/);
-      assert.match(noToken.err, /the cluster refused the token: UNAUTHENTICATED/);
+      assert.match(noToken.err, /the cluster requires a token: UNAUTHENTICATED — give --token or set PALISADE_TOKEN/);
       assert.notEqual(outside.code, 0);
       assert.match(outside.err, /PERMISSION_DENIED/);
       assert.notEqual(noCa.code, 0);

@@ -110,7 +110,7 @@ class SimNode {
 
 type Ev =
   | { time: number; seq: number; kind: 'tick'; node: NodeId }
-  | { time: number; seq: number; kind: 'deliver'; msg: Message }
+  | { time: number; seq: number; kind: 'deliver'; msg: Message; sent: number }
   | { time: number; seq: number; kind: 'fault' }
   | { time: number; seq: number; kind: 'client' }
   | { time: number; seq: number; kind: 'operator' }
@@ -131,6 +131,8 @@ interface PendingRead {
 }
 
 const enc = new TextEncoder();
+/** The longest delay of a calm network (virtual ms). */
+const CALM_DELAY = 4;
 /** Client proposals outstanding at most. */
 const MAX_PENDING = 40;
 
@@ -157,6 +159,8 @@ export class Sim {
   now = 0;
   steps = 0;
   private faultPhase = true;
+  /** When faults stopped. */
+  private calmSince: number | null = null;
   /** What kind of trouble this run gets. */
   readonly profile: 'mixed' | 'leaderKiller' | 'flaky' | 'partitions';
   private readonly trace: ((s: string) => void) | null;
@@ -329,7 +333,7 @@ export class Sim {
     if (jump) this.clockJump(n, missed);
     const held = n.held;
     n.held = [];
-    for (const m of held) this.at(this.rng.range(0, 2), { kind: 'deliver', msg: m });
+    for (const m of held) this.at(this.rng.range(0, 2), { kind: 'deliver', msg: m, sent: this.now });
   }
 
   /** The node's timer fires `k` times at once (a stalled process catching up). */
@@ -464,8 +468,8 @@ export class Sim {
     if (m.type === 'snap' && m.snapshot?.offset === 0) this.result.snapshotsSent++;
     if (this.blocked.has(`${m.from}>${m.to}`)) return;
     if (this.loss > 0 && this.rng.chance(this.loss)) return;
-    this.at(this.delay(m), { kind: 'deliver', msg: m });
-    if (this.dup > 0 && this.rng.chance(this.dup)) this.at(this.delay(m), { kind: 'deliver', msg: m });
+    this.at(this.delay(m), { kind: 'deliver', msg: m, sent: this.now });
+    if (this.dup > 0 && this.rng.chance(this.dup)) this.at(this.delay(m), { kind: 'deliver', msg: m, sent: this.now });
   }
 
   private deliver(m: Message): void {
@@ -600,6 +604,7 @@ export class Sim {
 
   private stopFaults(): void {
     this.faultPhase = false;
+    this.calmSince = this.now;
     this.healNetwork();
     this.loss = 0;
     this.dup = 0;
@@ -838,6 +843,9 @@ export class Sim {
         return;
       }
       case 'deliver':
+        // A calm network: what the faulty one still held back far beyond a calm delay (slow
+        // links deliver up to 60 ticks late) is lost, not delivered long after faults stop.
+        if (this.calmSince !== null && ev.sent < this.calmSince && ev.time > this.calmSince + CALM_DELAY) return;
         this.deliver(ev.msg);
         return;
       case 'fault':
