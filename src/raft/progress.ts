@@ -56,6 +56,8 @@ export class Progress {
   recentActive = false;
   /** The leader's tick count when it last heard from this member (CheckQuorum). */
   lastActive = 0;
+  /** The highest commit index sent to this member (in an append or a heartbeat). */
+  sentCommit = 0;
   readonly inflights: Inflights;
 
   constructor(

@@ -203,6 +203,16 @@ export class RaftNode {
       this.broadcastHeartbeat(this.readOnly.lastContext());
       this.sendHandoverHeartbeats();
     }
+    this.sendLaggingCommits();
+  }
+
+  /** A member that has not been sent the current commit index gets it now, in an empty
+   *  append: followers learn of a commit at most one tick after it (they apply, and push
+   *  events to their own clients, only once they know). */
+  private sendLaggingCommits(): void {
+    for (const p of this.prs.values()) {
+      if (p.id !== this.id && p.sentCommit < Math.min(p.match, this.log.committed)) this.sendAppend(p.id, true);
+    }
   }
 
   /** During a handover: a heartbeat to each new voter that holds the change (so the commit
@@ -689,13 +699,12 @@ export class RaftNode {
       p.becomeReplicate();
     } else if (p.state === 'replicate') p.inflights.freeTo(index);
 
-    if (this.maybeCommit()) {
-      // Tell followers the new commit index right away, so each node applies (and pushes
-      // grant events to its clients) without waiting for the next heartbeat.
-      this.broadcastPending = true;
-    } else if (wasPaused) {
-      this.sendAppend(p.id, true);
-    }
+    // A new commit index is not broadcast at once: the next append carries it (under load
+    // there is one within a turn), or, if none goes out, the next tick sends it (see
+    // sendLaggingCommits). An empty append per commit would double the messages and the
+    // follower's answers on the path of every write, for a follower that only applies.
+    this.maybeCommit();
+    if (wasPaused) this.sendAppend(p.id, true);
     while (this.sendAppend(p.id, false)) {
       /* fill the pipelining window */
     }
@@ -755,7 +764,12 @@ export class RaftNode {
 
   private answerRead(r: PendingRead): void {
     if (r.from === this.id) this.readStates.push({ index: r.index, context: r.context });
-    else this.send({ type: 'readIndexResp', to: r.from, term: this.termValue, index: r.index, context: r.context });
+    else {
+      this.send({ type: 'readIndexResp', to: r.from, term: this.termValue, index: r.index, context: r.context });
+      // The follower serves the read once it has applied r.index: tell it the commit now.
+      const p = this.prs.get(r.from);
+      if (p && p.sentCommit < Math.min(p.match, r.index)) this.sendAppend(r.from, true);
+    }
   }
 
   private appendEntry(type: Entry['type'], data: Uint8Array): Entry {
@@ -783,6 +797,7 @@ export class RaftNode {
     const entries = p.next <= this.log.lastIndex() ? this.log.slice(p.next, this.log.lastIndex(), this.cfg.maxMsgBytes) : [];
     if (entries.length === 0 && !sendIfEmpty) return false;
     this.send({ type: 'app', to, term: this.termValue, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed });
+    p.sentCommit = Math.max(p.sentCommit, this.log.committed);
     if (p.state === 'replicate' && entries.length > 0) {
       // Pipelining: optimistically advance next and count the message in the window.
       const last = entries[entries.length - 1]!.index;
@@ -814,13 +829,9 @@ export class RaftNode {
   private broadcastHeartbeat(context: Uint8Array | undefined): void {
     for (const p of this.prs.values()) {
       if (p.id === this.id) continue;
-      this.send({
-        type: 'heartbeat',
-        to: p.id,
-        term: this.termValue,
-        commit: Math.min(p.match, this.log.committed),
-        ...(context ? { context } : {}),
-      });
+      const commit = Math.min(p.match, this.log.committed);
+      this.send({ type: 'heartbeat', to: p.id, term: this.termValue, commit, ...(context ? { context } : {}) });
+      p.sentCommit = Math.max(p.sentCommit, commit);
     }
   }
 

@@ -293,7 +293,8 @@ export class PalisadeNode {
       }
       const out = this.machine.applyRaw(e.index, e.data);
       this.proposals.settle(e.index, e.term, answerFor(out.result, e.index));
-      for (const ev of out.events) this.onMachineEvent(ev, e.index);
+      const answered = out.result.type === 'granted';
+      for (const ev of out.events) this.onMachineEvent(ev, e.index, answered);
     }
     this.applied.advance(this.machine.appliedIndex);
   }
@@ -326,7 +327,9 @@ export class PalisadeNode {
     return this.join.length > 0 ? 0 : this.cfg.nodes.length * 2;
   }
 
-  private onMachineEvent(ev: MachineEvent, index: number): void {
+  /** `answered`: the entry's own result is a grant, so its granted event tells the
+   *  requester nothing new. */
+  private onMachineEvent(ev: MachineEvent, index: number, answered = false): void {
     const now = this.now();
     switch (ev.type) {
       case 'sessionOpened':
@@ -343,7 +346,11 @@ export class PalisadeNode {
         break;
     }
     this.ops?.onMachineEvent(ev, index);
-    const w = wireEvent(ev, index);
+    // The requester learns an immediate grant and its own release from the answer; pushing
+    // the same news as an event would double the writes on the path of every lock cycle.
+    // Grants to waiters, and releases by expiry or close, are only ever told as events.
+    const echo = (ev.type === 'granted' && answered) || (ev.type === 'released' && ev.reason === 'release');
+    const w = echo ? null : wireEvent(ev, index);
     if (w) this.subs.route(w);
     if (ev.type === 'sessionClosed') this.subs.sessions.removeKey(ev.session);
   }

@@ -33,7 +33,7 @@ test('re-election after leader loss; the new leader commits', () => {
   const l = c.leader()!;
   assert.ok(l.term > old.term);
   assert.ok(l.propose(enc('after')).ok);
-  c.deliverAll();
+  c.settle();
   for (const id of c.nodes.keys()) if (id !== old.id) assert.deepEqual(c.appliedData(id), ['after']);
 });
 

@@ -203,6 +203,13 @@ export class MiniCluster {
     while (this.queue.length && steps++ < limit) this.deliverOne();
   }
 
+  /** Deliver until quiet, then one tick: followers learn a new commit index from the next
+   *  append or, when none follows, at the leader's next tick. */
+  settle(): void {
+    this.deliverAll();
+    this.tick(1);
+  }
+
   /** Put the held messages back in the queue. */
   release(): void {
     this.queue.push(...this.held.splice(0));

@@ -11,7 +11,7 @@ test('agreement despite a follower failure: a majority commits and applies', () 
   const l = c.elect('a');
   c.down.add('c');
   for (let i = 0; i < 5; i++) assert.ok(l.propose(enc(`x${i}`)).ok);
-  c.deliverAll();
+  c.settle();
   assert.deepEqual(c.appliedData('a'), ['x0', 'x1', 'x2', 'x3', 'x4']);
   assert.deepEqual(c.appliedData('b'), ['x0', 'x1', 'x2', 'x3', 'x4']);
   assert.deepEqual(c.appliedData('c'), []);
@@ -40,7 +40,7 @@ test('batching: many proposals travel in one AppendEntries', () => {
   const l = c.elect('a');
   c.sent.length = 0;
   for (let i = 0; i < 50; i++) assert.ok(l.propose(enc(`p${i}`)).ok);
-  c.deliverAll();
+  c.settle();
   const apps = c.sent.filter((m) => m.type === 'app' && m.from === 'a' && m.to === 'b' && (m.entries?.length ?? 0) > 0);
   assert.equal(apps.length, 1, 'one append to b carries all 50 proposals');
   assert.equal(apps[0]!.entries!.length, 50);
@@ -52,7 +52,7 @@ test('maxMsgBytes splits a large batch', () => {
   const l = c.elect('a');
   c.sent.length = 0;
   for (let i = 0; i < 20; i++) l.propose(enc(`payload-${i}`.padEnd(30, '.')));
-  c.deliverAll();
+  c.settle();
   const apps = c.sent.filter((m) => m.type === 'app' && m.to === 'b' && (m.entries?.length ?? 0) > 0);
   assert.ok(apps.length > 1);
   for (const m of apps) assert.ok(m.entries!.length <= 3, `at most ~100 bytes per message, got ${m.entries!.length} entries`);
@@ -161,4 +161,21 @@ test("Figure 8: a leader does not commit an old term's entry by counting replica
   assert.equal(a.role, 'leader');
   assert.ok(a.log.committed >= 3, 'committed with the term-4 no-op');
   assert.equal(c.node('e').log.term(2), 2, "e's stale entry 2 was overwritten");
+});
+
+test('a new commit index rides on the next append; with none to send, it goes out on the next tick', () => {
+  const c = new MiniCluster(['a', 'b', 'c']);
+  const a = c.elect('a');
+  c.sent.length = 0;
+  assert.ok(a.propose(enc('x')).ok);
+  c.deliverAll();
+  assert.deepEqual(c.appliedData('a'), ['x'], 'the leader commits and applies');
+  assert.deepEqual(c.appliedData('b'), [], 'the followers have not been told yet');
+  assert.equal(c.sent.filter((m) => m.type === 'app' && m.from === 'a' && (m.entries?.length ?? 0) === 0).length, 0, 'no empty append per commit');
+  assert.ok(a.propose(enc('y')).ok);
+  c.deliverAll();
+  assert.deepEqual(c.appliedData('b'), ['x'], 'the append of y carried the commit of x');
+  c.tick(1);
+  assert.deepEqual(c.appliedData('b'), ['x', 'y']);
+  assert.deepEqual(c.appliedData('c'), ['x', 'y']);
 });

@@ -7,7 +7,7 @@ test('three nodes elect a leader and replicate a proposal', () => {
   const l = c.tickUntilLeader();
   const r = l.propose(new TextEncoder().encode('x'));
   assert.ok(r.ok);
-  c.deliverAll();
+  c.settle();
   for (const id of ['a', 'b', 'c']) {
     const datas = c.applied.get(id)!.filter((e) => e.data.length > 0);
     assert.equal(datas.length, 1, `node ${id} applied the proposal`);

@@ -60,11 +60,11 @@ test('a restarted node resumes from its snapshot and re-applies only what follow
   const c = new MiniCluster(['a', 'b', 'c']);
   const a = c.elect('a');
   for (let i = 0; i < 10; i++) a.propose(enc(`e${i}`));
-  c.deliverAll();
+  c.settle();
   c.compact('b', enc('b-state'));
   const at = c.node('b').log.snapshotIndex;
   a.propose(enc('tail'));
-  c.deliverAll();
+  c.settle();
   c.tick(1);
   c.crash('b');
   c.applied.set('b', []);

@@ -8,7 +8,7 @@ test('transfer to an up-to-date follower: TimeoutNow, the target wins the next t
   const c = new MiniCluster(['a', 'b', 'c']);
   const a = c.elect('a');
   a.propose(enc('x'));
-  c.deliverAll();
+  c.settle();
   const term = a.term;
   c.sent.length = 0;
   assert.equal(a.transferLeader('c'), true);
@@ -21,7 +21,7 @@ test('transfer to an up-to-date follower: TimeoutNow, the target wins the next t
   assert.equal(cc.term, term + 1);
   assert.equal(a.role, 'follower');
   assert.ok(cc.propose(enc('y')).ok);
-  c.deliverAll();
+  c.settle();
   assert.deepEqual(c.appliedData('a'), ['x', 'y']);
 });
 
