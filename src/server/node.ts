@@ -553,11 +553,15 @@ export class PalisadeNode {
   private async keepAlive(session: number): Promise<Answer> {
     if (this.raft.role !== 'leader') return this.forward({ id: 0, op: 'keepAlive', session });
     const receivedAt = this.now();
-    if (!this.leases.has(session)) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
     // Acknowledge only once a heartbeat round that started after the keepalive arrived
     // confirms we still lead; otherwise a deposed leader could extend a client's belief
-    // beyond the deadline the real leader keeps.
-    await this.reads.request();
+    // beyond the deadline the real leader keeps. A session we do not know yet may be one
+    // that a new leader has not applied: its state is current only once an entry of its own
+    // term has committed and been applied (thesis §6.4), so "no such session" waits for that
+    // rather than end a live session on the client.
+    if (this.leases.has(session)) await this.reads.request();
+    else await this.linearizable();
+    if (!this.leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
     const ttlMs = this.leases.keepAlive(session, receivedAt);
     if (ttlMs === null) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
     return { ok: true, result: { ttlMs } };
