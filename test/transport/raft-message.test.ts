@@ -4,33 +4,9 @@ import fc from 'fast-check';
 import type { Message } from '../../src/raft/types.js';
 import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 import { parseRaftMessage } from '../../src/transport/raft-message.js';
+import { RAFT_MESSAGE_WITH_EVERY_FIELD } from './examples.js';
 
-const full: Message = {
-  type: 'app',
-  from: 'n1',
-  to: 'n2',
-  term: 7,
-  index: 2 ** 40,
-  logTerm: 6,
-  entries: [
-    { term: 6, index: 2 ** 40 + 1, type: 'normal', data: new Uint8Array([1, 2]) },
-    { term: 7, index: 2 ** 40 + 2, type: 'conf', data: new Uint8Array() },
-  ],
-  commit: 2 ** 40,
-  reject: false,
-  rejectHint: 3,
-  rejectTerm: 2,
-  context: new Uint8Array([9]),
-  snapshot: {
-    meta: { index: 100, term: 5, conf: { voters: ['n1', 'n2', 'n3'], learners: [] } },
-    offset: 0,
-    total: 3,
-    data: new Uint8Array([1, 2, 3]),
-    done: true,
-  },
-  offset: 3,
-  transfer: true,
-};
+const full = RAFT_MESSAGE_WITH_EVERY_FIELD;
 
 const wire = (m: unknown): unknown => decodeFrame(encodeFrame(m));
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { MAX_STRING_BYTES, OPS, type Request, type ServerFrame } from '../../src/transport/client-protocol.js';
+import { MAX_STRING_BYTES, OPS, type ServerFrame } from '../../src/transport/client-protocol.js';
 import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 import {
   isInvalidServerFrame,
@@ -10,44 +10,11 @@ import {
   parseServerFrame,
   type ParsedRequest,
 } from '../../src/transport/validate.js';
+import { VALID_REQUESTS as VALID } from './examples.js';
 
 const bin = (...b: number[]): Uint8Array => new Uint8Array(b);
 const seq = { session: 42, seq: 3, ackedSeq: 2 };
 const fence = { lock: 'db', token: 17 };
-
-/** One valid example of every op, with every optional field where the op has one. */
-const VALID: Request[] = [
-  { id: 1, op: 'hello', version: 1, token: 'secret-token' },
-  { id: 2, op: 'status' },
-  { id: 3, op: 'openSession', ttlMs: 10_000 },
-  { id: 4, op: 'attach', session: 42 },
-  { id: 5, op: 'keepAlive', session: 42 },
-  { id: 6, op: 'closeSession', ...seq },
-  { id: 7, op: 'acquire', ...seq, name: 'jobs/nightly', mode: 'shared', limit: 3, wait: true, lockDelayMs: 0 },
-  { id: 8, op: 'release', ...seq, name: 'jobs/nightly', token: 99 },
-  { id: 9, op: 'cancelWait', ...seq, name: 'jobs/nightly' },
-  { id: 10, op: 'get', name: 'jobs/nightly' },
-  { id: 11, op: 'locks', prefix: '', limit: 100 },
-  { id: 12, op: 'campaign', ...seq, election: 'leader', value: '' },
-  { id: 13, op: 'proclaim', ...seq, election: 'leader', token: 5, value: 'host-b' },
-  { id: 14, op: 'resign', ...seq, election: 'leader', token: 5 },
-  { id: 141, op: 'resign', ...seq, election: 'leader' },
-  { id: 15, op: 'leader', election: 'leader' },
-  { id: 16, op: 'observe', election: 'leader' },
-  { id: 17, op: 'unobserve', election: 'leader' },
-  { id: 18, op: 'put', ...seq, key: 'cfg', value: bin(1, 2, 3), fence, ifRevision: 0 },
-  { id: 19, op: 'delete', ...seq, key: 'cfg', fence, ifRevision: 4 },
-  { id: 20, op: 'kvGet', key: 'cfg' },
-  { id: 21, op: 'watch', prefix: 'cfg/' },
-  { id: 22, op: 'unwatch', prefix: 'cfg/' },
-  { id: 23, op: 'beginOp', ...seq, opKey: 'charge-7', fence, retry: true },
-  { id: 24, op: 'completeOp', ...seq, opKey: 'charge-7', result: bin(9), fence },
-  { id: 25, op: 'members' },
-  { id: 26, op: 'addMember', member: 'n4', peerUrl: 'ws://127.0.0.1:7104', clientUrl: 'ws://127.0.0.1:7004' },
-  { id: 27, op: 'removeMember', member: 'n4' },
-  { id: 28, op: 'transferLeader', to: 'n2' },
-  { id: 29, op: 'snapshot' },
-];
 
 function expectError(x: unknown, code: string, id?: number, message?: RegExp): void {
   const r = parseRequest(x);
