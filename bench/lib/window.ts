@@ -3,6 +3,7 @@
 // the nodes are sampled at its edges for the server-side cost.
 import { epochMs, sleep } from './clock.js';
 import { ClusterSampler, windowCost, type BenchNode, type ClusterSample, type WindowCost } from './node-sampler.js';
+import { errorText } from './spec.js';
 
 export type Phase = 'warmup' | 'measure' | 'drain';
 
@@ -47,6 +48,42 @@ export async function runWindow(o: WindowOptions): Promise<WindowResult> {
   } finally {
     sampler.close();
   }
+}
+
+export interface LoopWindowOptions extends Omit<WindowOptions, 'body'> {
+  /** One operation of a worker's closed loop; a throw counts as an error. */
+  readonly step: (worker: number, state: WindowState) => Promise<void>;
+}
+
+export interface LoopWindowResult extends WindowResult {
+  /** Failed steps over the whole run, warm-up included. */
+  readonly errors: number;
+  readonly firstError: string | null;
+}
+
+/**
+ * A window whose workers repeat `step` until it closes. A failed step is counted, the first
+ * error kept for the report, and its worker pauses 10 ms so that a cluster refusing
+ * everything is not spun against.
+ */
+export async function runLoopWindow(o: LoopWindowOptions): Promise<LoopWindowResult> {
+  let errors = 0;
+  let firstError: string | null = null;
+  const w = await runWindow({
+    ...o,
+    body: async (worker, state) => {
+      while (!state.stop) {
+        try {
+          await o.step(worker, state);
+        } catch (e) {
+          errors++;
+          firstError ??= errorText(e);
+          await sleep(10);
+        }
+      }
+    },
+  });
+  return { ...w, errors, firstError };
 }
 
 /** Measure the server side over a window in which the caller's own machinery does the work. */

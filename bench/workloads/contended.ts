@@ -4,12 +4,11 @@
 // in this process, where every grant is seen: mutual exclusion (no grant while another
 // client holds the lock) and fencing tokens that strictly increase from holder to holder.
 import { performance } from 'node:perf_hooks';
-import { sleep } from '../lib/clock.js';
 import { closeClients, connectClients } from '../lib/clients.js';
 import { LatencyRecorder, type LatencySummary } from '../lib/latency.js';
 import { opCost, type OpCost, type WindowCost } from '../lib/node-sampler.js';
-import { errorText, type WorkloadTiming } from '../lib/spec.js';
-import { runWindow } from '../lib/window.js';
+import type { WorkloadTiming } from '../lib/spec.js';
+import { runLoopWindow } from '../lib/window.js';
 
 export interface ContendedSpec extends WorkloadTiming {
   readonly kind: 'contended';
@@ -46,42 +45,32 @@ export async function runContended(spec: ContendedSpec): Promise<ContendedResult
   let lastToken = -1;
   let tokensChecked = 0;
   let tokenRegressions = 0;
-  let errors = 0;
-  let firstError: string | null = null;
   try {
-    const w = await runWindow({
+    const w = await runLoopWindow({
       ...spec,
       workers: spec.clients,
-      body: async (i, state) => {
-        while (!state.stop) {
-          try {
-            const a = performance.now();
-            const lock = await clients[i]!.acquire(name);
-            const b = performance.now();
-            if (holder !== -1) violations++;
-            holder = i;
-            tokensChecked++;
-            if (lock.token <= lastToken) tokenRegressions++;
-            lastToken = lock.token;
-            // Hold the lock across a turn of the event loop: a grant to anyone else that
-            // arrives meanwhile is a violation.
-            await new Promise((r) => setImmediate(r));
-            if (holder !== i) violations++;
-            holder = -1; // cleared before the release is sent: the next grant may follow it
-            const c = performance.now();
-            await lock.release();
-            const d = performance.now();
-            if (state.phase === 'measure') {
-              handoffs++;
-              grants[i]!++;
-              wait.push(b - a);
-              release.push(d - c);
-            }
-          } catch (e) {
-            errors++;
-            firstError ??= errorText(e);
-            await sleep(10);
-          }
+      step: async (i, state) => {
+        const a = performance.now();
+        const lock = await clients[i]!.acquire(name);
+        const b = performance.now();
+        if (holder !== -1) violations++;
+        holder = i;
+        tokensChecked++;
+        if (lock.token <= lastToken) tokenRegressions++;
+        lastToken = lock.token;
+        // Hold the lock across a turn of the event loop: a grant to anyone else that
+        // arrives meanwhile is a violation.
+        await new Promise((r) => setImmediate(r));
+        if (holder !== i) violations++;
+        holder = -1; // cleared before the release is sent: the next grant may follow it
+        const c = performance.now();
+        await lock.release();
+        const d = performance.now();
+        if (state.phase === 'measure') {
+          handoffs++;
+          grants[i]!++;
+          wait.push(b - a);
+          release.push(d - c);
         }
       },
     });
@@ -97,8 +86,8 @@ export async function runContended(spec: ContendedSpec): Promise<ContendedResult
       mutualExclusionViolations: violations,
       tokensChecked,
       tokenRegressions,
-      errors,
-      firstError,
+      errors: w.errors,
+      firstError: w.firstError,
       window: w.cost,
       cost: opCost(w.cost, handoffs),
     };

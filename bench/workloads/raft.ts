@@ -3,12 +3,11 @@
 // Raft entry. Figures: proposals/s, put latency, entries per fsync batch on the leader (group
 // commit) and leader-to-follower bytes per replicated entry copy.
 import { performance } from 'node:perf_hooks';
-import { sleep } from '../lib/clock.js';
 import { closeClients, connectClients } from '../lib/clients.js';
 import { LatencyRecorder, type LatencySummary } from '../lib/latency.js';
 import { opCost, type OpCost, type WindowCost } from '../lib/node-sampler.js';
-import { errorText, type WorkloadTiming } from '../lib/spec.js';
-import { runWindow } from '../lib/window.js';
+import type { WorkloadTiming } from '../lib/spec.js';
+import { runLoopWindow } from '../lib/window.js';
 
 export interface RaftSpec extends WorkloadTiming {
   readonly kind: 'raft';
@@ -38,28 +37,18 @@ export async function runRaft(spec: RaftSpec): Promise<RaftResult> {
   const value = new Uint8Array(spec.valueBytes).fill(0x61);
   const put = new LatencyRecorder();
   let proposals = 0;
-  let errors = 0;
-  let firstError: string | null = null;
   try {
-    const w = await runWindow({
+    const w = await runLoopWindow({
       ...spec,
       workers: spec.inFlight,
-      body: async (i, state) => {
+      step: async (i, state) => {
         const key = `bench/raft/k${i}`;
-        while (!state.stop) {
-          try {
-            const a = performance.now();
-            await client!.put(key, value);
-            const b = performance.now();
-            if (state.phase === 'measure') {
-              put.push(b - a);
-              proposals++;
-            }
-          } catch (e) {
-            errors++;
-            firstError ??= errorText(e);
-            await sleep(10);
-          }
+        const a = performance.now();
+        await client!.put(key, value);
+        const b = performance.now();
+        if (state.phase === 'measure') {
+          put.push(b - a);
+          proposals++;
         }
       },
     });
@@ -74,8 +63,8 @@ export async function runRaft(spec: RaftSpec): Promise<RaftResult> {
       putMs: put.summary(),
       entriesPerFsyncBatch: c.entriesPersisted !== null && c.fsyncBatches ? c.entriesPersisted / c.fsyncBatches : null,
       wireBytesPerEntryCopy: c.leaderBytesSent !== null && c.commits && followers > 0 ? c.leaderBytesSent / (c.commits * followers) : null,
-      errors,
-      firstError,
+      errors: w.errors,
+      firstError: w.firstError,
       window: c,
       cost: opCost(c, proposals),
     };

@@ -1,12 +1,11 @@
 // uncontended: C clients (one LockClient, one session each), each cycling acquire/release on
 // a lock of its own. Figures: cycles/s, acquire and release latency, the server's cost per
 // cycle (Raft commits: acquire + release = 2) and fsyncs per commit.
-import { sleep } from '../lib/clock.js';
 import { closeClients, connectClients } from '../lib/clients.js';
 import { LatencyRecorder, type LatencySummary } from '../lib/latency.js';
 import { opCost, type OpCost, type WindowCost } from '../lib/node-sampler.js';
-import { errorText, type WorkloadTiming } from '../lib/spec.js';
-import { runWindow } from '../lib/window.js';
+import type { WorkloadTiming } from '../lib/spec.js';
+import { runLoopWindow } from '../lib/window.js';
 import { performance } from 'node:perf_hooks';
 
 export interface UncontendedSpec extends WorkloadTiming {
@@ -32,32 +31,21 @@ export async function runUncontended(spec: UncontendedSpec): Promise<Uncontended
   const acquire = new LatencyRecorder();
   const release = new LatencyRecorder();
   let cycles = 0;
-  let errors = 0;
-  let firstError: string | null = null;
   try {
-    const w = await runWindow({
+    const w = await runLoopWindow({
       ...spec,
       workers: spec.clients,
-      body: async (i, state) => {
-        const client = clients[i]!;
+      step: async (i, state) => {
         const name = `bench/u${spec.clients}/c${i}`;
-        while (!state.stop) {
-          try {
-            const a = performance.now();
-            const lock = await client.acquire(name);
-            const b = performance.now();
-            await lock.release();
-            const c = performance.now();
-            if (state.phase === 'measure') {
-              acquire.push(b - a);
-              release.push(c - b);
-              cycles++;
-            }
-          } catch (e) {
-            errors++;
-            firstError ??= errorText(e);
-            await sleep(10);
-          }
+        const a = performance.now();
+        const lock = await clients[i]!.acquire(name);
+        const b = performance.now();
+        await lock.release();
+        const c = performance.now();
+        if (state.phase === 'measure') {
+          acquire.push(b - a);
+          release.push(c - b);
+          cycles++;
         }
       },
     });
@@ -68,8 +56,8 @@ export async function runUncontended(spec: UncontendedSpec): Promise<Uncontended
       cyclesPerSec: cycles / (w.elapsedMs / 1000),
       acquireMs: acquire.summary(),
       releaseMs: release.summary(),
-      errors,
-      firstError,
+      errors: w.errors,
+      firstError: w.firstError,
       window: w.cost,
       cost: opCost(w.cost, cycles),
     };
