@@ -3,7 +3,7 @@
 // whether it may change anything (readOnly). docs/security.md explains the model and what
 // it does not cover (sessions are capabilities: see there).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Request, ServerEvent, WireError } from '../transport/client-protocol.js';
+import { WRITE_OPS, type Request, type ServerEvent, type WireError } from '../transport/client-protocol.js';
 import type { TokenConfig } from './config.js';
 import type { MachineView } from './limits.js';
 
@@ -53,22 +53,12 @@ export class TokenRegistry {
   }
 }
 
-/** Ops that change locks, elections, keys or the ledger: refused to read-only tokens.
- *  closeSession too: a read-only session holds nothing, and a foreign session id must not
- *  let a read-only client end someone else's session. */
-const CHANGING_OPS: ReadonlySet<Request['op']> = new Set<Request['op']>([
-  'acquire',
-  'release',
-  'cancelWait',
-  'campaign',
-  'proclaim',
-  'resign',
-  'put',
-  'delete',
-  'beginOp',
-  'completeOp',
-  'closeSession',
-]);
+/** Ops that change locks, elections, keys or the ledger: refused to read-only tokens. That
+ *  is every op that changes replicated state but openSession (sessions may be opened, so the
+ *  SDK works for reads), which makes a new write op refused to read-only tokens from the
+ *  start. closeSession stays refused: a read-only session holds nothing, and a foreign
+ *  session id must not let a read-only client end someone else's session. */
+const CHANGING_OPS: ReadonlySet<Request['op']> = new Set([...WRITE_OPS].filter((op) => op !== 'openSession'));
 
 /** Ops that change the cluster itself: only admin tokens. */
 const ADMIN_OPS: ReadonlySet<Request['op']> = new Set<Request['op']>(['addMember', 'removeMember', 'transferLeader', 'snapshot']);
