@@ -1,6 +1,6 @@
 // A bare client-protocol connection for integration tests that check the server itself:
 // it sends exactly the frames a test asks for and records every event pushed to it.
-import WebSocket from 'ws';
+import WebSocket, { type ClientOptions } from 'ws';
 import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 import type { ServerEvent, WireError } from '../../src/transport/client-protocol.js';
 
@@ -13,7 +13,7 @@ export class RawClient {
   private eventWaiters: { pred: (e: ServerEvent) => boolean; resolve: (e: ServerEvent) => void }[] = [];
   closed = false;
 
-  private constructor(readonly ws: WebSocket) {
+  protected constructor(readonly ws: WebSocket) {
     ws.on('message', (data: Buffer) => {
       const f = decodeFrame(data) as Record<string, unknown>;
       if (typeof f['id'] === 'number' && 'ok' in f) {
@@ -32,13 +32,18 @@ export class RawClient {
     });
   }
 
-  static async connect(url: string): Promise<RawClient> {
-    const ws = new WebSocket(url);
+  static async connect(url: string, options: ClientOptions = {}): Promise<RawClient> {
+    return new RawClient(await RawClient.openSocket(url, options));
+  }
+
+  /** A socket once it is open; rejects with the error that prevented it. */
+  protected static async openSocket(url: string, options: ClientOptions): Promise<WebSocket> {
+    const ws = new WebSocket(url, options);
     await new Promise<void>((res, rej) => {
       ws.once('open', () => res());
       ws.once('error', rej);
     });
-    return new RawClient(ws);
+    return ws;
   }
 
   call(body: Record<string, unknown>, timeoutMs = 10_000): Promise<Reply> {
