@@ -6,10 +6,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import type { Message, NodeId } from '../../src/raft/types.js';
 import { ClientServer } from '../../src/transport/client-server.js';
-import { PeerTransport, type PeerTransportOptions } from '../../src/transport/peer.js';
+import type { PeerTransport, PeerTransportOptions } from '../../src/transport/peer.js';
 import { rpc, RpcError } from '../../src/transport/rpc.js';
 import { loadTlsMaterial, type TlsMaterial } from '../../src/transport/tls.js';
-import { WARN, captureLogger, waitFor, type LogLine } from '../transport/helpers.js';
+import { WARN, captureLogger, testPeerTransport, waitFor, type LogLine } from '../transport/helpers.js';
 import { makePki, type TestPki } from './certs.js';
 
 const SECRET = 'tls-test-secret-0123456789';
@@ -39,21 +39,7 @@ interface Peer {
 }
 
 async function peer(id: NodeId, tls: TlsMaterial | undefined, overrides: Partial<PeerTransportOptions> = {}): Promise<Peer> {
-  const { logger, lines } = captureLogger();
-  const t = new PeerTransport({
-    clusterId: 'tls-test',
-    selfId: id,
-    secret: SECRET,
-    listenHost: '127.0.0.1',
-    listenPort: 0,
-    peers: new Map(),
-    logger,
-    backoffMinMs: 10,
-    backoffMaxMs: 100,
-    handshakeTimeoutMs: 1000,
-    ...(tls ? { tls } : {}),
-    ...overrides,
-  });
+  const { t, lines } = testPeerTransport({ clusterId: 'tls-test', selfId: id, secret: SECRET, ...(tls ? { tls } : {}), ...overrides });
   const got: Message[] = [];
   t.on('raft', (_from, msgs) => got.push(...msgs));
   const { port } = await t.start();

@@ -1,7 +1,9 @@
-// Shared helpers for the transport tests: a logger whose lines the test can inspect, and
-// waiting with a deadline (a test that waits forever is worse than one that fails).
+// Shared helpers for the transport tests: a logger whose lines the test can inspect, a peer
+// transport set up for tests, and waiting with a deadline (a test that waits forever is worse
+// than one that fails).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
+import { PeerTransport, type PeerTransportOptions } from '../../src/transport/peer.js';
 
 export interface LogLine {
   readonly level: number;
@@ -22,6 +24,27 @@ export function captureLogger(): { logger: Logger; lines: LogLine[] } {
     },
   );
   return { logger, lines };
+}
+
+/**
+ * A peer transport, not yet started, on a free loopback port with no peers yet, its log
+ * captured, and reconnects and handshakes quick enough for a test to wait on.
+ */
+export function testPeerTransport(
+  options: Pick<PeerTransportOptions, 'clusterId' | 'selfId' | 'secret'> & Partial<PeerTransportOptions>,
+): { t: PeerTransport; lines: LogLine[] } {
+  const { logger, lines } = captureLogger();
+  const t = new PeerTransport({
+    listenHost: '127.0.0.1',
+    listenPort: 0,
+    peers: new Map(),
+    logger,
+    backoffMinMs: 10,
+    backoffMaxMs: 100,
+    handshakeTimeoutMs: 1000,
+    ...options,
+  });
+  return { t, lines };
 }
 
 export async function waitFor(what: string, condition: () => boolean, timeoutMs = 5000): Promise<void> {

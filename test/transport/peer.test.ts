@@ -6,8 +6,8 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Message, NodeId } from '../../src/raft/types.js';
 import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, newNonce, parseAuth } from '../../src/transport/peer-handshake.js';
-import { PeerTransport, type PeerTransportOptions } from '../../src/transport/peer.js';
-import { WARN, captureLogger, waitFor, type LogLine } from './helpers.js';
+import type { PeerTransport, PeerTransportOptions } from '../../src/transport/peer.js';
+import { WARN, testPeerTransport, waitFor, type LogLine } from './helpers.js';
 
 const SECRET = 'correct horse battery staple';
 const CLUSTER = 'test-cluster';
@@ -34,20 +34,7 @@ afterEach(async () => {
 });
 
 async function startNode(id: NodeId, overrides: Partial<PeerTransportOptions> = {}): Promise<Node> {
-  const { logger, lines } = captureLogger();
-  const t = new PeerTransport({
-    clusterId: CLUSTER,
-    selfId: id,
-    secret: SECRET,
-    listenHost: '127.0.0.1',
-    listenPort: 0,
-    peers: new Map(),
-    logger,
-    backoffMinMs: 10,
-    backoffMaxMs: 100,
-    handshakeTimeoutMs: 1000,
-    ...overrides,
-  });
+  const { t, lines } = testPeerTransport({ clusterId: CLUSTER, selfId: id, secret: SECRET, ...overrides });
   const node: Node = { id, t, url: '', port: 0, raft: [], app: [], events: [], lines };
   t.on('raft', (from, msgs) => node.raft.push({ from, msgs }));
   t.on('app', (from, payload) => node.app.push({ from, payload }));
