@@ -12,14 +12,12 @@ import { formatChange } from '../../src/cli/kv-commands.js';
 let c: TestCluster;
 let sdk: LockClient;
 before(async () => {
-  c = await TestCluster.create();
-  await c.startAll();
-  await c.waitForLeader();
+  c = await TestCluster.started();
   sdk = await LockClient.connect({ endpoints: c.endpoints });
 });
 after(async () => {
   await sdk?.close();
-  await c.stop();
+  await c?.stop();
 });
 
 interface Run {

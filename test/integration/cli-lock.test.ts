@@ -8,11 +8,9 @@ import { RawClient } from './raw-client.js';
 
 let c: TestCluster;
 before(async () => {
-  c = await TestCluster.create();
-  await c.startAll();
-  await c.waitForLeader();
+  c = await TestCluster.started();
 });
-after(() => c.stop());
+after(() => c?.stop());
 
 function palisade(args: string[]) {
   // --endpoints goes right after the subcommand: everything after `--` belongs to the command.

@@ -90,6 +90,19 @@ export class TestCluster {
     return c;
   }
 
+  /** A cluster with every node running and an agreed leader; stopped again if it gets neither. */
+  static async started(opts: HarnessOptions = {}): Promise<TestCluster> {
+    const c = await TestCluster.create(opts);
+    try {
+      await c.startAll();
+      await c.waitForLeader();
+      return c;
+    } catch (e) {
+      await c.stop();
+      throw e;
+    }
+  }
+
   private baseConfig: Record<string, unknown> & { nodes: NodeInfo[] } = { nodes: [] };
   private readonly joiners = new Set<string>();
 

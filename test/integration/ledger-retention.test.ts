@@ -7,11 +7,9 @@ import { RawClient, RawSession } from './raw-client.js';
 
 let c: TestCluster;
 before(async () => {
-  c = await TestCluster.create({ extraConfig: { ledger: { retentionMs: 1000, abandonedAfterMs: 1000 } } });
-  await c.startAll();
-  await c.waitForLeader();
+  c = await TestCluster.started({ extraConfig: { ledger: { retentionMs: 1000, abandonedAfterMs: 1000 } } });
 });
-after(() => c.stop());
+after(() => c?.stop());
 
 test('a completed operation is answered done, then pruned once its retention has passed', async () => {
   const client = await RawClient.connect(c.endpoints[0]!);

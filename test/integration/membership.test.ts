@@ -11,11 +11,9 @@ import { TestCluster, until } from './cluster-harness.js';
 
 let c: TestCluster;
 before(async () => {
-  c = await TestCluster.create({ snapshot: { entries: 200, keepTail: 20 } });
-  await c.startAll();
-  await c.waitForLeader();
+  c = await TestCluster.started({ snapshot: { entries: 200, keepTail: 20 } });
 });
-after(() => c.stop());
+after(() => c?.stop());
 
 /** Ask the running members (any of them forwards to the leader). */
 async function admin<T>(body: Parameters<typeof rpc>[1]): Promise<T> {

@@ -8,11 +8,9 @@ import { runStory } from '../../examples/paused-holder/story.js';
 
 let c: TestCluster;
 before(async () => {
-  c = await TestCluster.create();
-  await c.startAll();
-  await c.waitForLeader();
+  c = await TestCluster.started();
 });
-after(() => c.stop());
+after(() => c?.stop());
 
 test('a holder paused past its TTL is fenced out by the resource and told its lease is gone', async () => {
   const lines: string[] = [];
