@@ -4,6 +4,7 @@ import { rpc, RpcError } from '../transport/rpc.js';
 import type { MemberInfo } from '../transport/client-protocol.js';
 import type { RequestBody } from '../transport/rpc.js';
 import { rpcCredentials } from './credentials.js';
+import { endpointsOption } from './options.js';
 
 /** Ask each endpoint in turn until one answers (any node forwards to the leader). */
 async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
@@ -24,7 +25,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
   member
     .command('list')
     .description('list members with their URLs and whether each votes')
-    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .addOption(endpointsOption())
     .option('--json', 'print JSON')
     .action(async (o: { endpoints?: string; json?: boolean }) => {
       const list = await ask<MemberInfo[]>(endpointsFrom(o.endpoints), { op: 'members' });
@@ -37,7 +38,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .argument('<id>', 'the new node\'s id')
     .requiredOption('--peer-url <url>', 'its peer URL (ws://host:port)')
     .requiredOption('--client-url <url>', 'its client URL (ws://host:port)')
-    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .addOption(endpointsOption())
     .action(async (id: string, o: { peerUrl: string; clientUrl: string; endpoints?: string }) => {
       const r = await ask<{ index: number }>(endpointsFrom(o.endpoints), { op: 'addMember', member: id, peerUrl: o.peerUrl, clientUrl: o.clientUrl });
       process.stdout.write(`added ${id} as a learner (entry ${r.index})\n`);
@@ -46,7 +47,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .command('remove')
     .description('remove a member (a removed leader steps down; a removed node stops)')
     .argument('<id>', 'the member to remove')
-    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .addOption(endpointsOption())
     .action(async (id: string, o: { endpoints?: string }) => {
       const r = await ask<{ index: number }>(endpointsFrom(o.endpoints), { op: 'removeMember', member: id });
       process.stdout.write(`removed ${id} (entry ${r.index})\n`);
@@ -56,7 +57,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .command('transfer-leader')
     .description('hand leadership to another voter (default: the most caught-up one)')
     .argument('[id]', 'the voter to hand leadership to')
-    .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+    .addOption(endpointsOption())
     .action(async (id: string | undefined, o: { endpoints?: string }) => {
       const r = await ask<{ leader: string }>(endpointsFrom(o.endpoints), { op: 'transferLeader', ...(id ? { to: id } : {}) });
       process.stdout.write(`leader is now ${r.leader}\n`);

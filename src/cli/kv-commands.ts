@@ -6,7 +6,8 @@
 // token printed by another process (PALISADE_FENCING_TOKEN of `palisade lock`) cannot fence
 // a write made here; `--lock NAME` takes the lock for the write, fences the write with it,
 // and releases it.
-import { Command, InvalidArgumentError as UsageError, Option } from 'commander';
+import { Command, InvalidArgumentError as UsageError } from 'commander';
+import { endpointsOption } from './options.js';
 import {
   ConflictError,
   FencedError,
@@ -216,9 +217,6 @@ function int(min: number) {
     return n;
   };
 }
-
-const endpointsOption = (): Option =>
-  new Option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json, or $PALISADE_ENDPOINTS)');
 
 const EXIT_HELP = `
 Exit status: 0 done; ${KV_EXIT.CONFLICT} --if-revision did not match; ${KV_EXIT.FENCED} the lock was lost before

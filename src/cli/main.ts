@@ -12,6 +12,7 @@ import { registerAdminCommands } from './admin-commands.js';
 import { registerKvCommands } from './kv-commands.js';
 import { registerFenceSql } from './fence-sql.js';
 import { explainFailure, registerCredentialOptions } from './credentials.js';
+import { endpointsOption } from './options.js';
 
 const program = new Command();
 program
@@ -50,7 +51,7 @@ program
 program
   .command('status')
   .description("print each node's role, term, leader, commit and applied index, members and pid")
-  .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+  .addOption(endpointsOption())
   .option('--json', 'print JSON')
   .option('--watch', 'redraw the table every 500 ms until Ctrl-C')
   .action(async (o: { endpoints?: string; json?: boolean; watch?: boolean }) => {
@@ -74,7 +75,7 @@ program
 program
   .command('locks')
   .description('list locks with their holders, tokens and waiters (a linearizable read)')
-  .option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json)')
+  .addOption(endpointsOption())
   .option('--prefix <prefix>', 'only locks whose name starts with this')
   .option('--limit <n>', 'at most this many locks', positiveInt, 1000)
   .option('--json', 'print JSON')
@@ -82,8 +83,6 @@ program
     const locks = await fetchLocks(endpointsFrom(o.endpoints), { ...(o.prefix ? { prefix: o.prefix } : {}), limit: o.limit });
     process.stdout.write(o.json ? `${JSON.stringify(locks, null, 2)}\n` : `${formatLocks(locks)}\n`);
   });
-
-const endpointsOption = () => new Option('--endpoints <urls>', 'comma-separated client URLs (default: ./cluster.config.json, or $PALISADE_ENDPOINTS)');
 
 program
   .command('lock')
@@ -158,6 +157,13 @@ function positiveInt(v: string): number {
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive whole number');
   return n;
 }
+
+// Output piped into a reader that stopped (`palisade status --watch | head`): there is no one
+// left to print for, so end quietly, as other command-line tools do, not with a stack trace.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
 
 program.parseAsync(process.argv).then(
   () => {
