@@ -21,6 +21,7 @@ import {
   type Command,
   type MachineConfig,
 } from '../src/lockfsm/index.js';
+import { mulberry32 } from '../test/sim/prng.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,16 +37,10 @@ const OPS = Number(arg('ops', '300000'));
 const SEED = Number(arg('seed', '42'));
 const CONFIG: MachineConfig = { ...DEFAULT_MACHINE_CONFIG };
 
-/** mulberry32: a small seeded PRNG, so every run does the same work. */
+/** Uniform in [0, 1), seeded, so every run does the same work. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const u32 = mulberry32(seed);
+  return () => u32() / 4294967296;
 }
 
 /**

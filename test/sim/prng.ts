@@ -1,22 +1,19 @@
 // A small seeded PRNG (mulberry32 seeded through splitmix32): the same seed gives the same
 // sequence on every platform, so a simulated run replays bit for bit.
 export class Prng {
-  private s: number;
+  private readonly next: () => number;
 
   constructor(seed: number) {
     // splitmix32 scrambles small consecutive seeds into unrelated starting states.
     let z = (seed + 0x9e3779b9) >>> 0;
     z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
     z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    this.s = (z ^ (z >>> 16)) >>> 0;
+    this.next = mulberry32((z ^ (z >>> 16)) >>> 0);
   }
 
   /** Uniform 32-bit unsigned integer. */
   u32(): number {
-    let t = (this.s = (this.s + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
+    return this.next();
   }
 
   /** Uniform in [0, 1). */
@@ -56,4 +53,19 @@ export class Prng {
   fork(): Prng {
     return new Prng(this.u32());
   }
+}
+
+/**
+ * Bare mulberry32 started at `state` as given (no scrambling): uniform 32-bit unsigned
+ * integers. For streams that only need to be reproducible, not independent per seed.
+ */
+export function mulberry32(state: number): () => number {
+  let a = state >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  };
 }

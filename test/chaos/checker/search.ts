@@ -37,6 +37,7 @@
 // Dropping an operation never changes what earlier calls in the list could do, so after
 // a drop the scan continues where it was instead of restarting at the head.
 
+import { mulberry32 } from '../../sim/prng.js';
 import type { Model, PendingView } from './model.js';
 
 export interface SearchOp<O> {
@@ -82,18 +83,6 @@ export type SearchOutcome =
 export interface SearchOptions {
   /** Record the deepest partial linearization, for the report (costs a little time). */
   readonly diagnose?: boolean;
-}
-
-/** Deterministic 32-bit generator for the Zobrist keys (reproducible runs). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) | 0;
-  };
 }
 
 export function searchLinearization<S, O>(
@@ -143,7 +132,8 @@ export function searchLinearization<S, O>(
     prev[next[call]!] = call;
   };
 
-  // Zobrist hashing of the handled set: 96 random bits per operation, XORed in and out.
+  // Zobrist hashing of the handled set: 96 random bits per operation, XORed in and out,
+  // the same on every run so that a search is reproducible.
   // The memo keys on the hash and the state key; a false merge would need a 96-bit
   // collision, far less likely than a hardware fault over any realistic search.
   const rand = mulberry32(0x9e3779b9 ^ n);
