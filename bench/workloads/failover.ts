@@ -119,27 +119,21 @@ export class FailoverClients {
 
   private async cycle(client: LockClient, name: string): Promise<void> {
     while (!this.stopped) {
-      try {
-        const startedAt = epochMs();
-        const lock = await client.acquire(name);
-        this.record({ startedAt, at: epochMs(), token: lock.token });
-        await lock.release();
-      } catch (e) {
-        this.noteError(e, name, client);
-        await sleep(10);
-      }
+      if (!(await this.probe(client, name))) await sleep(10);
     }
   }
 
-  /** One acquire/release on an idle client, begun now. */
-  private async probe(client: LockClient, name: string): Promise<void> {
+  /** One acquire/release, begun now; false when it failed (the error is noted). */
+  private async probe(client: LockClient, name: string): Promise<boolean> {
     try {
       const startedAt = epochMs();
       const lock = await client.acquire(name);
       this.record({ startedAt, at: epochMs(), token: lock.token });
       await lock.release();
+      return true;
     } catch (e) {
       this.noteError(e, name, client);
+      return false;
     }
   }
 
