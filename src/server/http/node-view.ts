@@ -32,17 +32,10 @@ export interface PeerStatus extends PeerProgress {
   readonly rttMs: number | null;
 }
 
-/** GET /api/status: one node's own view. */
-export interface NodeStatusJson extends MachineCounts {
+/** GET /api/status: one node's own view, its raft state and lock-table counts included. */
+export interface NodeStatusJson extends RaftView, MachineCounts {
   readonly id: string;
   readonly clusterId: string;
-  readonly role: NodeRole;
-  readonly term: number;
-  readonly leader: string | null;
-  readonly commitIndex: number;
-  readonly appliedIndex: number;
-  readonly lastIndex: number;
-  readonly snapshotIndex: number;
   /** commitIndex - appliedIndex. */
   readonly applyLag: number;
   readonly ready: boolean;
@@ -59,14 +52,7 @@ export interface NodeStatusJson extends MachineCounts {
   readonly at: number;
 }
 
-export interface MachineCounts {
-  readonly sessions: number;
-  readonly locks: number;
-  readonly holders: number;
-  readonly waiters: number;
-  readonly locksInDelay: number;
-  readonly elections: number;
-}
+export type MachineCounts = Pick<MachineStats, 'sessions' | 'locks' | 'holders' | 'waiters' | 'locksInDelay' | 'elections'>;
 
 export interface HolderRow {
   readonly session: number;
