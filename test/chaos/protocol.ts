@@ -76,17 +76,7 @@ export type WorkerToHarness =
   | { readonly type: 'clockReply'; readonly probe: number; readonly absMs: number }
   | { readonly type: 'ready' }
   | { readonly type: 'invoke'; readonly invocation: Invocation }
-  | {
-      readonly type: 'complete';
-      readonly id: string;
-      readonly outcome: Outcome;
-      readonly completeMs: number;
-      readonly result?: OperationResult;
-      /** The session the operation turned out to act for, when not the one it was invoked with. */
-      readonly session?: SessionId;
-      /** The error, for the report (not read by the checker). */
-      readonly error?: string;
-    }
+  | ({ readonly type: 'complete' } & Completion)
   /** A write to the fenced register guarding `lock`; the harness applies it on receipt. */
   | { readonly type: 'fencedWrite'; readonly request: number; readonly lock: string; readonly token: number; readonly value: string }
   | { readonly type: 'sessionOpened'; readonly session: number; readonly atMs: number }
@@ -101,3 +91,15 @@ export type WorkerToHarness =
   | { readonly type: 'holding'; readonly lock: string | null }
   | { readonly type: 'note'; readonly atMs: number; readonly text: string }
   | { readonly type: 'stopped' };
+
+/** How an invoked operation ended, as the worker reports it. */
+export interface Completion {
+  readonly id: string;
+  readonly outcome: Outcome;
+  readonly completeMs: number;
+  readonly result?: OperationResult;
+  /** The session the operation turned out to act for, when not the one it was invoked with. */
+  readonly session?: SessionId;
+  /** The error, for the report (not read by the checker). */
+  readonly error?: string;
+}

@@ -3,8 +3,8 @@
 // the workers. Written as JSON lines: operation lines are the checker's format
 // (checker/history.ts); fault and note lines carry an "event" field instead of "op".
 import { readFile, writeFile } from 'node:fs/promises';
-import { parseOperation, type Operation, type Outcome, type SessionId } from './checker/index.js';
-import type { Invocation, OperationResult } from './protocol.js';
+import { parseOperation, type Operation } from './checker/index.js';
+import type { Completion, Invocation } from './protocol.js';
 
 /** An operation record plus the error that ended it (for people; the checker ignores it). */
 export type RecordedOperation = Operation & { error?: string };
@@ -30,15 +30,6 @@ interface SessionRecord {
   readonly openedMs: number;
   expiryFromMs: number | null;
   why: string | null;
-}
-
-export interface Completion {
-  readonly id: string;
-  readonly outcome: Outcome;
-  readonly completeMs: number;
-  readonly result?: OperationResult;
-  readonly session?: SessionId;
-  readonly error?: string;
 }
 
 export class HistoryRecorder {
