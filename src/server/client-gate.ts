@@ -91,13 +91,24 @@ export class ConnectionGate {
       });
     }
     if (!this.principal) return this.refuse(req, { code: 'UNAUTHENTICATED', message: 'say hello with a valid token first' });
-    const machine = this.gate.machineView;
     return (
       this.refuse(req, permissionProblem(this.principal, req)) ??
-      this.refuse(req, sessionScopeProblem(this.principal, req, machine)) ??
       nameLengthProblem(this.gate.limits, req) ??
-      this.sessions.problem(req, machine)
+      this.sessions.problem(req, this.gate.machineView)
     );
+  }
+
+  /** Whether `req` (admitted) uses a session that this connection's token may use only
+   *  within its scope: then sessionScope must be asked too, against current state. */
+  judgesSession(req: Request): boolean {
+    return this.principal !== null && 'session' in req && (this.principal.prefixes !== null || this.principal.readOnly);
+  }
+
+  /** The scope check of the session `req` uses, against the node's applied state: call it
+   *  once that state covers everything committed before the request arrived (a node that
+   *  lags would judge the session by what it held a moment ago). */
+  sessionScope(req: Request): WireError | null {
+    return this.principal === null ? null : this.refuse(req, sessionScopeProblem(this.principal, req, this.gate.machineView));
   }
 
   /** Record what the answer to an admitted request changed for this connection. */

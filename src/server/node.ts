@@ -11,13 +11,13 @@ import { RaftStorage } from '../storage/index.js';
 import { ClientServer, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
 import { isRequestError, parseRequest } from '../transport/validate.js';
-import type { MemberInfo, NodeStatus, Request, ServerEvent } from '../transport/client-protocol.js';
+import type { MemberInfo, NodeStatus, Request, ServerEvent, WireError } from '../transport/client-protocol.js';
 import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from './config.js';
 import { nodeById, parseWsUrl } from './config.js';
 import { NodeOps } from './http/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { ClientGate } from './client-gate.js';
+import { ClientGate, type ConnectionGate } from './client-gate.js';
 import { acquireLimitProblem, clientPortLimits } from './limits.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
@@ -449,8 +449,7 @@ export class PalisadeNode {
     const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => gate.showsEvent(e) && conn.send(e) };
     this.sinks.set(conn, sink);
     conn.on('request', (req) => {
-      const refused = gate.admit(req);
-      void (refused ? Promise.resolve(fail(refused.code, refused.message)) : this.handle(req, sink)).then((ans) => {
+      void this.admit(gate, req).then((refused) => (refused ? fail(refused.code, refused.message) : this.handle(req, sink))).then((ans) => {
         gate.observe(req, ans);
         if (!ans.ok) this.ops?.onRejected(ans.error.code);
         conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
@@ -460,6 +459,21 @@ export class PalisadeNode {
       this.subs.dropConn(sink);
       this.sinks.delete(conn);
     });
+  }
+
+  /** The gate's refusal of `req`, or null to serve it. A scoped token's use of a session is
+   *  judged by state that covers every entry committed before the request arrived (a
+   *  linearizable read first): this node may not have applied the lock the session took a
+   *  moment ago elsewhere. */
+  private async admit(gate: ConnectionGate, req: Request): Promise<WireError | null> {
+    const refused = gate.admit(req);
+    if (refused || !gate.judgesSession(req)) return refused;
+    try {
+      await this.linearizable();
+    } catch (e) {
+      return { code: 'UNAVAILABLE', message: `cannot confirm the session's scope now (${(e as Error).message}); retry` };
+    }
+    return gate.sessionScope(req);
   }
 
   /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink). */
