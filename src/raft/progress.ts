@@ -51,7 +51,9 @@ export class Progress {
    *  follower receives would starve it forever. */
   pendingSnapshot = 0;
   snapshot: Snapshot | null = null;
+  /** Bytes the follower has acknowledged, and bytes sent so far (chunks in flight between). */
   snapshotOffset = 0;
+  snapshotSent = 0;
   /** Heard from since the last CheckQuorum round. */
   recentActive = false;
   /** The leader's tick count when it last heard from this member (CheckQuorum). */
@@ -79,6 +81,7 @@ export class Progress {
     this.pendingSnapshot = 0;
     this.snapshot = null;
     this.snapshotOffset = 0;
+    this.snapshotSent = 0;
     this.inflights.reset();
   }
 
@@ -96,6 +99,7 @@ export class Progress {
     this.pendingSnapshot = snapshot.meta.index;
     this.snapshot = snapshot;
     this.snapshotOffset = 0;
+    this.snapshotSent = 0;
     this.probeSent = false;
     this.inflights.reset();
   }

@@ -651,7 +651,14 @@ export class RaftNode {
         // frees it): the follower answers heartbeats, so free one slot and send again. The
         // resend is rejected if entries are missing, which puts the follower back in probe.
         if (p.state === 'replicate' && p.inflights.full) p.inflights.freeFirstOne();
-        if (p.state === 'snapshot') this.sendSnapshotChunk(p);
+        if (p.state === 'snapshot') {
+          // No progress since the last heartbeat may mean a lost chunk: resend the first one
+          // the follower lacks (only that one: resending the whole window each time could
+          // lose the same chunk every time on a link that drops periodically); its
+          // acknowledgement moves the window on.
+          p.snapshotSent = p.snapshotOffset;
+          this.sendSnapshotChunks(p, 1);
+        }
         else if (p.match < this.log.lastIndex()) this.sendAppend(m.from, true);
         if (m.context && !p.isLearner) this.ackRead(m.context, m.from);
         if (this.handover && m.context && isHandover(m.context) && this.handover.sent.has(m.from)) {
@@ -667,8 +674,17 @@ export class RaftNode {
           this.sendAppend(p.id, true);
           return;
         }
-        p.snapshotOffset = m.offset ?? 0;
-        this.sendSnapshotChunk(p);
+        {
+          const acked = m.offset ?? 0;
+          // An acknowledgement moves the window on; one below it means the follower started
+          // the transfer over (go back); a repeat of the same offset is a duplicate, and the
+          // chunks after it are already in flight.
+          if (acked < p.snapshotOffset) p.snapshotSent = acked;
+          else if (acked === p.snapshotOffset && p.snapshotSent > acked) return;
+          p.snapshotOffset = acked;
+          p.snapshotSent = Math.max(p.snapshotSent, acked);
+          this.sendSnapshotChunks(p);
+        }
         return;
       default:
         return;
@@ -791,7 +807,7 @@ export class RaftNode {
       // The entries this follower needs were compacted: send the snapshot instead.
       if (!this.snapshotValue) return false;
       p.becomeSnapshot(this.snapshotValue);
-      this.sendSnapshotChunk(p);
+      this.sendSnapshotChunks(p);
       return true;
     }
     const entries = p.next <= this.log.lastIndex() ? this.log.slice(p.next, this.log.lastIndex(), this.cfg.maxMsgBytes) : [];
@@ -809,17 +825,26 @@ export class RaftNode {
     return true;
   }
 
-  private sendSnapshotChunk(p: Progress): void {
+  /** Send the snapshot's chunks from what was sent so far, keeping at most
+   *  SNAPSHOT_WINDOW chunks beyond what the follower acknowledged in flight: one chunk per
+   *  round trip would take a large snapshot (or small chunks) many election timeouts. The
+   *  follower takes chunks only in order and acknowledges what it holds. */
+  private sendSnapshotChunks(p: Progress, atMost = SNAPSHOT_WINDOW): void {
     const snap = p.snapshot;
     if (!snap) return;
-    const off = Math.min(p.snapshotOffset, snap.data.length);
-    const end = Math.min(off + this.cfg.snapshotChunkBytes, snap.data.length);
-    this.send({
-      type: 'snap',
-      to: p.id,
-      term: this.termValue,
-      snapshot: { meta: snap.meta, offset: off, total: snap.data.length, data: snap.data.subarray(off, end), done: end >= snap.data.length },
-    });
+    const total = snap.data.length;
+    const chunk = this.cfg.snapshotChunkBytes;
+    const send = (off: number, end: number): void =>
+      this.send({ type: 'snap', to: p.id, term: this.termValue, snapshot: { meta: snap.meta, offset: off, total, data: snap.data.subarray(off, end), done: end >= total } });
+    if (total === 0) return send(0, 0);
+    const limit = Math.min(total, p.snapshotOffset + SNAPSHOT_WINDOW * chunk);
+    let off = p.snapshotSent;
+    for (let n = 0; off < limit && n < atMost; n++) {
+      const end = Math.min(off + chunk, total);
+      send(off, end);
+      off = end;
+    }
+    p.snapshotSent = Math.max(p.snapshotSent, off);
   }
 
   private broadcastAppend(): void {
@@ -965,6 +990,9 @@ export class RaftNode {
     if (this.roleValue === 'leader') this.releasePendingReads();
   }
 }
+
+/** Snapshot chunks a leader keeps in flight to one follower beyond what it acknowledged. */
+const SNAPSHOT_WINDOW = 4;
 
 /** The heartbeat context of a removed leader's handover (never a ReadIndex context: those
  *  come from the application, and this one starts with a zero byte and says what it is). */

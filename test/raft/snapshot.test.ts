@@ -102,3 +102,26 @@ test("a follower that already holds the snapshot's last entry acknowledges only 
   assert.deepEqual(c.snapshots.get('b'), [], 'nothing to install: the log already has it');
   assert.deepEqual(c.appliedData('b'), ['t1-3', 't1-4', 't1-5']);
 });
+
+test('the leader keeps a window of chunks in flight, not one chunk per round trip', () => {
+  const c = new MiniCluster(['a', 'b', 'c'], { cfg: { snapshotChunkBytes: 100 } });
+  const a = c.elect('a');
+  c.down.add('c');
+  for (let i = 0; i < 20; i++) a.propose(enc(`e${i}`));
+  c.deliverAll();
+  const data = bigState(120); // 14 chunks of 100 bytes
+  c.compact('a', data);
+  c.down.delete('c');
+  c.hold = (m) => m.type === 'snapResp'; // no acknowledgement reaches the leader yet
+  c.sent.length = 0;
+  c.tick(1);
+  c.deliverAll();
+  const sent = () => c.sent.filter((m) => m.type === 'snap' && m.to === 'c').map((m) => m.snapshot!.offset);
+  assert.deepEqual(sent(), [0, 100, 200, 300], 'four chunks before any acknowledgement');
+  c.hold = null;
+  c.release();
+  c.deliverAll();
+  assert.equal(c.snapshots.get('c')?.length, 1, 'the acknowledgements move the window to the end');
+  assert.deepEqual(c.snapshots.get('c')![0]!.data, data);
+  assert.equal(new Set(sent()).size, sent().length, 'no chunk sent twice without a loss');
+});
