@@ -159,6 +159,39 @@ describe('whole-cluster restart', () => {
   });
 });
 
+describe('events', () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await TestCluster.started();
+  });
+  after(() => c.stop());
+
+  test('what an answer already says is not pushed again; a waiter\'s grant is', async () => {
+    const leader = await c.waitForLeader();
+    const conn = await RawClient.connect(c.node(leader).clientUrl);
+    try {
+      const holder = await RawSession.open(conn, 10_000);
+      const waiter = await RawSession.open(conn, 10_000);
+      const g = await holder.call({ op: 'acquire', name: 'it/echo', mode: 'exclusive', wait: false });
+      assert.ok(g.ok && g.result.status === 'granted');
+      const q = await waiter.call({ op: 'acquire', name: 'it/echo', mode: 'exclusive', wait: true });
+      assert.ok(q.ok && q.result.status === 'queued');
+      const r = await holder.call({ op: 'release', name: 'it/echo', token: g.result.token });
+      assert.ok(r.ok, JSON.stringify(r));
+      const granted = await conn.nextEvent((e) => e.event === 'granted' && e.session === waiter.id, 10_000);
+      assert.ok(granted.event === 'granted' && granted.token > g.result.token);
+      const mine = conn.events.filter((e) => 'name' in e && e.name === 'it/echo');
+      assert.deepEqual(
+        mine.map((e) => [e.event, 'session' in e ? e.session : null]),
+        [['granted', waiter.id]],
+        'no event for the holder\'s own immediate grant or its own release',
+      );
+    } finally {
+      conn.close();
+    }
+  });
+});
+
 describe('session expiry', () => {
   let c: TestCluster;
   before(async () => {
