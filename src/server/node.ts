@@ -119,7 +119,18 @@ export class PalisadeNode {
     const stored = await this.storage.load();
     let { hardState, entries } = stored;
     const emptyLog = !stored.snapshot && stored.entries.length === 0 && stored.hardState.term === 0;
+    if (emptyLog && this.join.length > 0) {
+      await this.storage.markJoining();
+      this.log.info({ join: this.join }, 'joining a running cluster');
+    }
     if (emptyLog && this.join.length === 0) {
+      if (await this.storage.isJoining()) {
+        await this.storage.close();
+        throw new Error(
+          `${this.self.dataDir} belongs to a node that was started to join a running cluster and has received no data yet: ` +
+            'start it with --join again (without it, it would found a second cluster of its own)',
+        );
+      }
       // A founding member of a new cluster: the log starts with the founding membership.
       entries = bootstrapEntries(this.cfg.nodes);
       hardState = { term: 1, vote: null, commit: entries.length };

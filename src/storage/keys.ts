@@ -3,6 +3,7 @@
 //   "meta"            identity and format version (written once, when the db is created)
 //   "hard"            HardState
 //   "snap"            the latest Snapshot (metadata and data in one value)
+//   "join"            present when the node was started to join a running cluster
 //   "e" + u64be(i)    the log entry at index i
 //
 // Entry keys are big-endian so that LevelDB's byte order is log order: a range scan reads
@@ -13,6 +14,7 @@ const ascii = (s: string): Uint8Array => new TextEncoder().encode(s);
 export const META_KEY = ascii('meta');
 export const HARD_STATE_KEY = ascii('hard');
 export const SNAPSHOT_KEY = ascii('snap');
+export const JOINING_KEY = ascii('join');
 
 const ENTRY_PREFIX = 0x65; // "e"
 const ENTRY_KEY_BYTES = 9;

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { Level } from 'level';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import { StorageError } from './errors.js';
-import { ALL_ENTRIES, HARD_STATE_KEY, META_KEY, SNAPSHOT_KEY, entryIndexOf, entryKey, keyName } from './keys.js';
+import { ALL_ENTRIES, HARD_STATE_KEY, JOINING_KEY, META_KEY, SNAPSHOT_KEY, entryIndexOf, entryKey, keyName } from './keys.js';
 import {
   CorruptValue,
   STORAGE_FORMAT,
@@ -215,6 +215,21 @@ export class RaftStorage {
       await this.writeSync([{ type: 'put', key: SNAPSHOT_KEY, value: encodeSnapshot(s) }]);
       this.bounds.snapshotIndex = s.meta.index;
     });
+  }
+
+  /**
+   * Remember that this node was started to join a running cluster. Until the cluster sends
+   * it data its log is empty, like a founding member's before bootstrap; the mark keeps a
+   * restart without --join from bootstrapping a second cluster whose first entries would
+   * conflict, index for index, with the real one's.
+   */
+  markJoining(): Promise<void> {
+    return this.serially(() => this.writeSync([{ type: 'put', key: JOINING_KEY, value: new Uint8Array([1]) }]));
+  }
+
+  /** Whether markJoining was ever called on this data directory. */
+  async isJoining(): Promise<boolean> {
+    return (await this.db.get(JOINING_KEY)) !== undefined;
   }
 
   /** Delete the entries up to `upTo`, which the stored snapshot must cover. */

@@ -45,7 +45,10 @@ export function parsePrometheus(text: string): Exposition {
     }
     const raw = m[3]!;
     const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : Number(raw);
-    assert.ok(raw === 'NaN' || !Number.isNaN(value), `line ${i + 1}: bad value ${raw}`);
+    // NaN in any letter case: prom-client writes "Nan" (e.g. the event-loop delay's stddev
+    // before it has two samples), and Prometheus reads floats with Go's ParseFloat, which
+    // takes any case.
+    assert.ok(/^nan$/i.test(raw) || !Number.isNaN(value), `line ${i + 1}: bad value ${raw}`);
     const family = types.has(m[1]!) ? m[1]! : familyOf(m[1]!, types);
     assert.ok(types.has(family), `line ${i + 1}: sample ${m[1]} has no # TYPE`);
     samples.push({ name: m[1]!, labels, value });
