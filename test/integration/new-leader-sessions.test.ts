@@ -15,8 +15,7 @@ const SESSIONS = 8;
 describe('a new leader and the sessions its predecessor opened last', () => {
   let c: TestCluster;
   before(async () => {
-    c = await TestCluster.create();
-    await c.startAll();
+    c = await TestCluster.started();
   });
   after(() => c.stop());
 
