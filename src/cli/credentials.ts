@@ -105,8 +105,9 @@ export function explainFailure(e: unknown): string {
   const message = e instanceof Error ? e.message : String(e);
   const detail = causeChain(e);
   if (code === 'UNAUTHENTICATED') {
-    // The node's own words are about the protocol (hello); these are about the command line.
-    return /none was given|requires a token|say hello/.test(message)
+    // The node's own words are about the protocol (hello); these are about the command line,
+    // which knows whether it sent a token at all.
+    return current.token === undefined
       ? 'the cluster requires a token: UNAUTHENTICATED — give --token or set PALISADE_TOKEN'
       : 'the cluster refused the token: UNAUTHENTICATED — check --token or PALISADE_TOKEN';
   }

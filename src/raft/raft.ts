@@ -674,17 +674,7 @@ export class RaftNode {
           this.sendAppend(p.id, true);
           return;
         }
-        {
-          const acked = m.offset ?? 0;
-          // An acknowledgement moves the window on; one below it means the follower started
-          // the transfer over (go back); a repeat of the same offset is a duplicate, and the
-          // chunks after it are already in flight.
-          if (acked < p.snapshotOffset) p.snapshotSent = acked;
-          else if (acked === p.snapshotOffset && p.snapshotSent > acked) return;
-          p.snapshotOffset = acked;
-          p.snapshotSent = Math.max(p.snapshotSent, acked);
-          this.sendSnapshotChunks(p);
-        }
+        this.handleSnapshotAck(p, m.offset ?? 0);
         return;
       default:
         return;
@@ -823,6 +813,17 @@ export class RaftNode {
       p.probeSent = true;
     }
     return true;
+  }
+
+  /** The follower holds the snapshot's first `acked` bytes. An acknowledgement moves the
+   *  window on; one below it means the follower started the transfer over (go back); a
+   *  repeat of the same offset is a duplicate, and the chunks after it are already in flight. */
+  private handleSnapshotAck(p: Progress, acked: number): void {
+    if (acked < p.snapshotOffset) p.snapshotSent = acked;
+    else if (acked === p.snapshotOffset && p.snapshotSent > acked) return;
+    p.snapshotOffset = acked;
+    p.snapshotSent = Math.max(p.snapshotSent, acked);
+    this.sendSnapshotChunks(p);
   }
 
   /** Send the snapshot's chunks from what was sent so far, keeping at most

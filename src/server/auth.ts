@@ -155,7 +155,7 @@ export function permissionProblem(p: Principal, req: Request): WireError | null 
  * docs/security.md. Checked against the receiving node's applied state.
  */
 export function sessionScopeProblem(p: Principal, req: Request, machine: MachineView): WireError | null {
-  if (!('session' in req) || (p.prefixes === null && !p.readOnly)) return null;
+  if (!sessionScopeApplies(p, req)) return null;
   const s = machine.session(req.session);
   if (!s) return null; // the machine answers UNKNOWN_SESSION
   const names = [...s.locks.map((l) => l.name), ...s.waits.map((w) => w.name), ...s.elections];
@@ -165,6 +165,12 @@ export function sessionScopeProblem(p: Principal, req: Request, machine: Machine
   const outside = names.find((name) => !withinPrefixes(p, name));
   if (outside === undefined) return null;
   return { code: 'PERMISSION_DENIED', message: `token "${p.name}" may not use session ${req.session}: it holds, awaits or leads ${JSON.stringify(outside)}, outside the token's prefixes` };
+}
+
+/** Whether `req` uses a session that `p` may use only within its scope (sessionScopeProblem
+ *  has something to check): a token limited to prefixes or read-only, and a session op. */
+export function sessionScopeApplies(p: Principal, req: Request): req is Extract<Request, { session: number }> {
+  return 'session' in req && (p.prefixes !== null || p.readOnly);
 }
 
 /** Whether an event may be pushed to a client of `p`: events carry names too. */

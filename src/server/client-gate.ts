@@ -9,7 +9,7 @@
 // acquire (limits.ts acquireLimitProblem), where the state is freshest.
 import type { Logger } from 'pino';
 import type { Request, ServerEvent, WireError } from '../transport/client-protocol.js';
-import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeProblem, type Principal } from './auth.js';
+import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from './config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 
@@ -101,7 +101,7 @@ export class ConnectionGate {
   /** Whether `req` (admitted) uses a session that this connection's token may use only
    *  within its scope: then sessionScope must be asked too, against current state. */
   judgesSession(req: Request): boolean {
-    return this.principal !== null && 'session' in req && (this.principal.prefixes !== null || this.principal.readOnly);
+    return this.principal !== null && sessionScopeApplies(this.principal, req);
   }
 
   /** The scope check of the session `req` uses, against the node's applied state: call it
