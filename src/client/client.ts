@@ -1,5 +1,6 @@
 // LockClient: the SDK's front door. It wires the parts together (link → session → locks,
 // elections, kv) and routes server events to them; the behaviour lives in those modules.
+import { hostname } from 'node:os';
 import WebSocket from 'ws';
 import type { KvEntry, LockInfo, NodeStatus, ServerEvent } from '../transport/client-protocol.js';
 import { systemClock, type Clock } from './clock.js';
@@ -28,6 +29,9 @@ export interface LockClientOptions {
   readonly endpoints: readonly string[];
   /** Session TTL: how long the cluster keeps this client's locks after it goes silent. Default 15000. */
   readonly ttlMs?: number;
+  /** Shown next to this client's locks in lock tables and the status page, so people can
+   *  tell who holds what (1..128 UTF-8 bytes). Default "HOST:PID" of this process. */
+  readonly label?: string;
   /** Bound on one operation's retries across nodes. Default 10000. */
   readonly requestTimeoutMs?: number;
   /** How long one attempt may go unanswered before trying another node. Default 2000. */
@@ -53,6 +57,11 @@ export interface LockClientOptions {
   readonly WebSocket?: WebSocketConstructor;
   /** Randomness for the first endpoint and backoff jitter. Default Math.random. */
   readonly random?: () => number;
+}
+
+/** HOST:PID: enough to find the process that holds a lock. */
+export function defaultLabel(): string {
+  return `${hostname()}:${process.pid}`;
 }
 
 export interface ClientTlsOptions {
@@ -125,6 +134,7 @@ export class LockClient {
     );
     this.sessions = new SessionManager(this.link, {
       ttlMs,
+      label: options.label ?? defaultLabel(),
       maxClockDrift,
       safetyMarginMs: options.safetyMarginMs,
       requestTimeoutMs,

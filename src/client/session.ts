@@ -27,6 +27,7 @@ export type SequencedBody = WithoutSequence<SequencedRequest>;
 
 export interface SessionOptions {
   readonly ttlMs: number;
+  readonly label: string;
   readonly maxClockDrift: number;
   /** Undefined: max(50 ms, 5 % of the TTL the server granted). */
   readonly safetyMarginMs: number | undefined;
@@ -247,7 +248,7 @@ export class SessionManager {
     const sentAt = this.clock.now();
     const deadline = sentAt + this.options.requestTimeoutMs;
     const result = parseSessionResult(
-      await this.link.call(() => ({ op: 'openSession', ttlMs: this.options.ttlMs }), { deadline }),
+      await this.link.call(() => ({ op: 'openSession', ttlMs: this.options.ttlMs, label: this.options.label }), { deadline }),
     );
     const s = new Session(result.session, result.ttlMs, sentAt, this.options);
     if (this.closed) {

@@ -124,8 +124,9 @@ export class LockMachine {
 
   private openSession(ctx: ApplyContext, cmd: OpenSessionCommand): Result {
     // The id is the entry's index: unique cluster-wide and never reused.
-    this.sessionTable.open(ctx.index, cmd.ttlMs);
-    ctx.events.push({ type: 'sessionOpened', session: ctx.index, ttlMs: cmd.ttlMs });
+    const label = cmd.label ?? null;
+    this.sessionTable.open(ctx.index, cmd.ttlMs, label);
+    ctx.events.push({ type: 'sessionOpened', session: ctx.index, ttlMs: cmd.ttlMs, label });
     return { type: 'session', session: ctx.index, ttlMs: cmd.ttlMs };
   }
 
@@ -225,7 +226,7 @@ export class LockMachine {
 
   /** Id and TTL of every open session: what a new leader needs to arm lease timers. */
   *sessionLeases(): IterableIterator<SessionLease> {
-    for (const rec of this.sessionTable.values()) yield { session: rec.id, ttlMs: rec.ttlMs };
+    for (const rec of this.sessionTable.values()) yield { session: rec.id, ttlMs: rec.ttlMs, label: rec.label };
   }
 
   election(name: string): ElectionInfo | null {
@@ -281,6 +282,7 @@ export class LockMachine {
     return {
       id: rec.id,
       ttlMs: rec.ttlMs,
+      label: rec.label,
       locks: [...rec.held].sort().map((name) => ({ name, ...this.lockTable.holdOf(name, rec.id)! })),
       waits: [...rec.waits].sort().map((name) => ({ name, mode: this.lockTable.waitModeOf(name, rec.id)! })),
       elections: [...rec.elections].sort(),

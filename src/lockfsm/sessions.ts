@@ -24,6 +24,7 @@ export interface StoredAnswer {
 export interface SessionRecord {
   readonly id: number;
   readonly ttlMs: number;
+  readonly label: string | null;
   /** Every seq <= ackedSeq has been answered and forgotten. */
   ackedSeq: number;
   /** Answers of seq > ackedSeq, in the order the requests were applied. */
@@ -33,6 +34,10 @@ export interface SessionRecord {
   readonly waits: Set<string>;
   readonly elections: Set<string>;
 }
+
+type SessionSnapshot =
+  | [number, number, number, [number, CommandType, Result][]]
+  | [number, number, number, [number, CommandType, Result][], string];
 
 /** What the idempotency layer decides about a session command before it runs. */
 export type Admission = { readonly kind: 'new' } | { readonly kind: 'answer'; readonly result: Result };
@@ -62,10 +67,11 @@ export class SessionTable {
     return this.byId.values();
   }
 
-  open(id: number, ttlMs: number): SessionRecord {
+  open(id: number, ttlMs: number, label: string | null): SessionRecord {
     const rec: SessionRecord = {
       id,
       ttlMs,
+      label,
       ackedSeq: 0,
       answers: [],
       held: new Set(),
@@ -122,13 +128,14 @@ export class SessionTable {
     this.pending++;
   }
 
-  /** Snapshot form: [id, ttlMs, ackedSeq, [[seq, command, result], ...]] per session. */
-  toSnapshot(): [number, number, number, [number, CommandType, Result][]][] {
-    const out: [number, number, number, [number, CommandType, Result][]][] = [];
+  /** Snapshot form: [id, ttlMs, ackedSeq, [[seq, command, result], ...]] per session, and
+   *  the label as a fifth field when there is one (snapshots without labels read as before). */
+  toSnapshot(): SessionSnapshot[] {
+    const out: SessionSnapshot[] = [];
     for (const rec of this.byId.values()) {
       const answers: [number, CommandType, Result][] = [];
       for (const a of rec.answers) answers.push([a.seq, a.command, a.result]);
-      out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers]);
+      out.push(rec.label === null ? [rec.id, rec.ttlMs, rec.ackedSeq, answers] : [rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label]);
     }
     return out;
   }
@@ -139,7 +146,8 @@ export class SessionTable {
    */
   restore(data: unknown, appliedIndex: number, commandTypes: readonly CommandType[]): void {
     readEach(data, 'sessions', (item) => {
-      const t = readTuple(item, 4, 'session');
+      const t = readArray(item, 'session');
+      if (t.length !== 4 && t.length !== 5) fail(`session must have 4 or 5 fields, has ${t.length}`);
       const id = readIndex(t[0], appliedIndex, 'session id');
       if (this.byId.has(id)) fail(`session ${id} appears twice`);
       const ttlMs = readUint(t[1], 'ttlMs');
@@ -156,7 +164,8 @@ export class SessionTable {
         if (typeof result.type !== 'string') fail('answer has no type');
         answers.push({ seq, command, result: result as unknown as Result });
       }
-      const rec = this.open(id, ttlMs);
+      const label = t.length === 5 ? readString(t[4], 'session label') : null;
+      const rec = this.open(id, ttlMs, label);
       rec.ackedSeq = ackedSeq;
       rec.answers.push(...answers);
       this.pending += answers.length;

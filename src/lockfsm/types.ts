@@ -33,7 +33,12 @@ export interface SessionScoped {
 export interface OpenSessionCommand {
   readonly type: 'openSession';
   readonly ttlMs: number;
+  /** Who opened it, for people reading lock tables (host and pid, a service name). */
+  readonly label?: string;
 }
+
+/** A session label is for display: short, and refused (not cut) when longer. */
+export const SESSION_LABEL_MAX_BYTES = 128;
 
 export interface CloseSessionCommand extends SessionScoped {
   readonly type: 'closeSession';
@@ -345,6 +350,7 @@ export interface SessionOpenedEvent {
   readonly type: 'sessionOpened';
   readonly session: number;
   readonly ttlMs: number;
+  readonly label: string | null;
 }
 
 export interface SessionClosedEvent {
@@ -471,6 +477,7 @@ export interface SessionWaitInfo {
 export interface SessionInfo {
   readonly id: number;
   readonly ttlMs: number;
+  readonly label: string | null;
   /** Locks held, by name. */
   readonly locks: readonly SessionLockInfo[];
   /** Locks waited for, by name. */
@@ -487,6 +494,7 @@ export interface SessionInfo {
 export interface SessionLease {
   readonly session: number;
   readonly ttlMs: number;
+  readonly label: string | null;
 }
 
 export interface ElectionInfo {

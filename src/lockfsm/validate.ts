@@ -8,7 +8,7 @@
 import type { MachineConfig } from './config.js';
 import { invalidArgument, limitExceeded } from './errors.js';
 import { utf8Length } from './text.js';
-import type { Command, CommandType, MachineError } from './types.js';
+import { SESSION_LABEL_MAX_BYTES, type Command, type CommandType, type MachineError } from './types.js';
 
 type FieldKind =
   | 'id' // positive safe integer: session, seq, token, index
@@ -19,6 +19,7 @@ type FieldKind =
   | 'key' // kv key or opKey: 1..maxKeyBytes UTF-8 bytes
   | 'bytes' // Uint8Array of at most maxValueBytes
   | 'text' // string of at most maxValueBytes UTF-8 bytes (may be empty)
+  | 'label' // a session's label for people: 1..SESSION_LABEL_MAX_BYTES UTF-8 bytes
   | 'fence'; // {lock: name, token: id}
 
 interface CommandSpec {
@@ -37,7 +38,7 @@ function scoped(
 }
 
 const SPECS: Readonly<Record<CommandType, CommandSpec>> = {
-  openSession: { required: { ttlMs: 'uint' }, optional: {} },
+  openSession: { required: { ttlMs: 'uint' }, optional: { label: 'label' } },
   closeSession: scoped({}),
   expireSession: { required: { session: 'id' }, optional: {} },
   acquire: scoped({ name: 'name', mode: 'mode', wait: 'bool' }, { limit: 'id', lockDelayMs: 'uint' }),
@@ -123,6 +124,8 @@ function checkField(kind: FieldKind, v: unknown, field: string, config: MachineC
       return checkString(v, field, config.maxKeyBytes, false, 'limit');
     case 'text':
       return checkString(v, field, config.maxValueBytes, true, 'limit');
+    case 'label':
+      return checkString(v, field, SESSION_LABEL_MAX_BYTES, false, 'invalid');
     case 'bytes': {
       if (!(v instanceof Uint8Array)) return new Refusal(invalidArgument(`${field} must be bytes (Uint8Array)`));
       if (v.length > config.maxValueBytes) {

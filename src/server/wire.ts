@@ -35,7 +35,7 @@ function seqFields(r: { session: number; seq: number; ackedSeq?: number }) {
 export function commandFor(r: WriteRequest, defaultTtlMs: number, now: number): Command {
   switch (r.op) {
     case 'openSession':
-      return { type: 'openSession', ttlMs: r.ttlMs ?? defaultTtlMs };
+      return { type: 'openSession', ttlMs: r.ttlMs ?? defaultTtlMs, ...(r.label !== undefined ? { label: r.label } : {}) };
     case 'closeSession':
       return { type: 'closeSession', ...seqFields(r) };
     case 'acquire':

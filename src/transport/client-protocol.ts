@@ -80,7 +80,7 @@ export interface Fence {
 export type Request =
   | { id: number; op: 'hello'; version: number; token?: string }
   | { id: number; op: 'status' }
-  | { id: number; op: 'openSession'; ttlMs?: number }
+  | { id: number; op: 'openSession'; ttlMs?: number; label?: string }
   | { id: number; op: 'attach'; session: number }
   | { id: number; op: 'keepAlive'; session: number }
   | ({ id: number; op: 'closeSession' } & Sequenced)

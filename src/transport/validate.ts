@@ -231,7 +231,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'status':
       return { id, op };
     case 'openSession':
-      return withoutUndefined({ id, op, ttlMs: f.optUint('ttlMs', 1) });
+      return withoutUndefined({ id, op, ttlMs: f.optUint('ttlMs', 1), label: f.optString('label', true) });
     case 'attach':
     case 'keepAlive':
       return { id, op, session: f.uint('session', 1) };

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { test } from 'node:test';
 import WebSocket from 'ws';
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ test('connect says hello first, opens one session; close releases and is idempot
     ['hello', 'openSession'],
   );
   assert.equal(cluster.requests('openSession')[0]!.ttlMs, 5000);
+  assert.equal(cluster.requests('openSession')[0]!.label, `${hostname()}:${process.pid}`, 'the default label names this host and process');
   const session = client.sessionId;
   assert.equal(typeof session, 'number');
 

@@ -402,6 +402,7 @@ describe('reads', () => {
     assert.deepEqual(d.m.session(b), {
       id: b,
       ttlMs: 10_000,
+      label: null,
       locks: [{ name: 'y', token: d.index, mode: 'shared' }],
       waits: [{ name: 'x', mode: 'exclusive' }],
       elections: [],
@@ -413,8 +414,8 @@ describe('reads', () => {
       [a, b],
     );
     assert.deepEqual([...d.m.sessionLeases()], [
-      { session: a, ttlMs: 10_000 },
-      { session: b, ttlMs: 10_000 },
+      { session: a, ttlMs: 10_000, label: null },
+      { session: b, ttlMs: 10_000, label: null },
     ]);
     assert.equal(d.m.session(a)?.locks[0]?.token, t);
     const s = d.m.stats();

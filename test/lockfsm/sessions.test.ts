@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { SESSION_LABEL_MAX_BYTES, type Command } from '../../src/lockfsm/types.js';
 import { Driver, TEST_CONFIG } from './driver.js';
 
 describe('sessions', () => {
@@ -9,7 +10,22 @@ describe('sessions', () => {
     d.index = 1;
     const r = d.apply({ type: 'openSession', ttlMs: 5000 });
     assert.deepEqual(r.result, { type: 'session', session: 2, ttlMs: 5000 });
-    assert.deepEqual(r.events, [{ type: 'sessionOpened', session: 2, ttlMs: 5000 }]);
+    assert.deepEqual(r.events, [{ type: 'sessionOpened', session: 2, ttlMs: 5000, label: null }]);
+  });
+
+  it('keeps the label the client gave, for lock tables; refuses an empty or over-long one', () => {
+    const d = new Driver();
+    const r = d.apply({ type: 'openSession', ttlMs: 5000, label: 'web-3:4312' });
+    assert.equal(r.result.type, 'session');
+    const id = d.index;
+    assert.deepEqual(r.events, [{ type: 'sessionOpened', session: id, ttlMs: 5000, label: 'web-3:4312' }]);
+    assert.equal(d.m.session(id)?.label, 'web-3:4312');
+    assert.deepEqual([...d.m.sessionLeases()], [{ session: id, ttlMs: 5000, label: 'web-3:4312' }]);
+    for (const label of ['', 'x'.repeat(SESSION_LABEL_MAX_BYTES + 1), 'é'.repeat(SESSION_LABEL_MAX_BYTES / 2 + 1), 42]) {
+      const bad = d.apply({ type: 'openSession', ttlMs: 5000, label } as unknown as Command);
+      assert.equal(bad.result.type === 'error' && bad.result.code, 'INVALID_ARGUMENT', JSON.stringify(label));
+    }
+    assert.equal(d.apply({ type: 'openSession', ttlMs: 5000, label: 'é'.repeat(SESSION_LABEL_MAX_BYTES / 2) }).result.type, 'session');
   });
 
   it('refuses TTLs outside the bounds or not integers', () => {

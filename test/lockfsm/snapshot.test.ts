@@ -8,6 +8,7 @@ import { bytes, Driver, TEST_CONFIG } from './driver.js';
 function busyMachine(): Driver {
   const d = new Driver();
   const [a, b, c] = [d.open(), d.open(), d.open()];
+  d.apply({ type: 'openSession', ttlMs: 5000, label: 'web-3:4312' }); // a labelled session, idle
   const t = Driver.token(d.acquire(a, 'x', { lockDelayMs: 50 }).result);
   d.acquire(b, 'x');
   d.acquire(c, 'pool', { mode: 'shared', limit: 2 });

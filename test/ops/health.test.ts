@@ -70,7 +70,7 @@ test('status API: cluster view, lock pages, errors, and live events within a sec
     assert.equal((first.data as { self: string }).self, follower.id);
 
     const url = c.node(leader).clientUrl;
-    const s = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
+    const s = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000, label: 'page-writer' });
     const started = performance.now();
     const g = await rpc<{ status: string; token: number }>(url, { op: 'acquire', session: s.session, seq: 1, name: 'page/0', mode: 'exclusive', wait: false });
     assert.equal(g.status, 'granted');
@@ -90,13 +90,14 @@ test('status API: cluster view, lock pages, errors, and live events within a sec
     sse.close();
   }
 
-  type Page = { total: number; offset: number; limit: number; appliedIndex: number; rows: { name: string; holders: { token: number; ttlMs: number }[] }[] };
+  type Page = { total: number; offset: number; limit: number; appliedIndex: number; rows: { name: string; holders: { token: number; ttlMs: number; label: string | null }[] }[] };
   const page = await until(async () => {
     const p = await getJson<Page>(`${follower.httpUrl}/api/locks?prefix=page/&offset=2&limit=3`);
     return p.body.total === 7 ? p : null;
   }, 5_000, 'the follower to apply every lock');
   assert.deepEqual(page.body.rows.map((r) => r.name), ['page/2', 'page/3', 'page/4']);
   assert.equal(page.body.rows[0]!.holders[0]!.ttlMs, 30_000);
+  assert.equal(page.body.rows[0]!.holders[0]!.label, 'page-writer', 'the label the client gave its session');
   const all = await getJson<Page>(`${follower.httpUrl}/api/locks`);
   assert.equal(all.body.total, 8);
   assert.equal(all.body.limit, 50);

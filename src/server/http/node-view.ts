@@ -2,7 +2,7 @@
 // Everything here reads the node's in-memory state as it is on THIS node: on a follower the
 // lock table is the state applied here (at most a little behind the leader), not a
 // linearizable read; every answer says which node and applied index it is from.
-import type { LockInfo, LockMachine, MachineStats } from '../../lockfsm/index.js';
+import type { LockInfo, LockMachine, MachineStats, SessionLease } from '../../lockfsm/index.js';
 import type { RaftNode } from '../../raft/index.js';
 import type { RaftStorage, StorageStats } from '../../storage/index.js';
 import type { ClientServer } from '../../transport/client-server.js';
@@ -60,6 +60,8 @@ export interface HolderRow {
   readonly mode: 'exclusive' | 'shared';
   /** The session's TTL in ms: a full lease, NOT the time left (see docs/operations.md). */
   readonly ttlMs: number | null;
+  /** What the client called itself when it opened the session (host:pid by default). */
+  readonly label: string | null;
 }
 
 export interface LockRow {
@@ -101,8 +103,8 @@ export class NodeView implements MetricsSource {
   /** The full sorted listing for one prefix at one applied index: paging through 10,000
    *  locks then costs one listing per change, not one per page. */
   private lockCache: { machine: LockMachine; applied: number; prefix: string; locks: LockInfo[] } | null = null;
-  /** Session TTLs at one applied index (machine.session() would list each session's locks). */
-  private ttlCache: { machine: LockMachine; applied: number; ttl: Map<number, number> } | null = null;
+  /** Session leases at one applied index (machine.session() would list each session's locks). */
+  private leaseCache: { machine: LockMachine; applied: number; leases: Map<number, SessionLease> } | null = null;
 
   constructor(
     private readonly n: NodeInternals,
@@ -194,20 +196,22 @@ export class NodeView implements MetricsSource {
     if (!c || c.machine !== machine || c.applied !== applied || c.prefix !== prefix) {
       c = this.lockCache = { machine, applied, prefix, locks: machine.locks(prefix) };
     }
-    let t = this.ttlCache;
+    let t = this.leaseCache;
     if (!t || t.machine !== machine || t.applied !== applied) {
-      const ttl = new Map<number, number>();
-      for (const l of machine.sessionLeases()) ttl.set(l.session, l.ttlMs);
-      t = this.ttlCache = { machine, applied, ttl };
+      const leases = new Map<number, SessionLease>();
+      for (const l of machine.sessionLeases()) leases.set(l.session, l);
+      t = this.leaseCache = { machine, applied, leases };
     }
-    const ttls = t.ttl;
-    const ttl = (session: number): number | null => ttls.get(session) ?? null;
+    const leases = t.leases;
     const rows = c.locks.slice(offset, offset + limit).map(
       (l): LockRow => ({
         name: l.name,
         mode: l.mode,
         limit: l.limit,
-        holders: l.holders.map((h) => ({ session: h.session, token: h.token, mode: h.mode, ttlMs: ttl(h.session) })),
+        holders: l.holders.map((h) => {
+          const lease = leases.get(h.session);
+          return { session: h.session, token: h.token, mode: h.mode, ttlMs: lease?.ttlMs ?? null, label: lease?.label ?? null };
+        }),
         waiters: l.waiters.length,
         nextWaiters: l.waiters.slice(0, WAITERS_SHOWN).map((w) => ({ session: w.session, mode: w.mode })),
         delayed: l.delayed,
