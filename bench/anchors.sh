@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The anchors (/work/shared/anchors) side by side with Palisade: the same three workloads (u1
+# The anchors (../shared/anchors) side by side with Palisade: the same three workloads (u1
 # one client on its own lock, u64 64 clients each on its own lock, c 16 clients on one lock)
 # through each system's own lock API on this machine, one after the other, so that the
 # ratios come from one sitting. Results: one JSON line per test in .anchors/results-*.jsonl.
 #
 #   bench/anchors.sh [palisade] [etcd] [zk]        (default: palisade)
-#   DURATION=10 ANCHORS=/work/shared/anchors bench/anchors.sh palisade etcd
+#   DURATION=10 ANCHORS=../shared/anchors bench/anchors.sh palisade etcd
 #
 # palisade  a fresh bench cluster (bench/cluster-up.ts: 3 nodes, fsync on, the Timing of
 #           cluster.config.json), then .anchors/lockbench-palisade.mjs against it. The script
@@ -16,7 +16,7 @@
 #           default-jre-headless` and `npm ci` in the copy (done here when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ANCHORS=${ANCHORS:-/work/shared/anchors}
+ANCHORS=${ANCHORS:-$PWD/../shared/anchors}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-1}
 mkdir -p .anchors

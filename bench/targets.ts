@@ -1,5 +1,5 @@
 // The figures to beat: etcd 3.4's Lock service on this machine class (2 cores, loopback,
-// 3 members, fsync on), measured with /work/shared/anchors (see docs/benchmarks.md).
+// 3 members, fsync on), measured with ../shared/anchors (see docs/benchmarks.md).
 export const TARGETS = {
   /** One client cycling acquire/release on its own lock. */
   uncontended1: { cyclesPerSec: 354, acquireP50Ms: 1.43 },

@@ -79,10 +79,6 @@ export function credentialsForConfig(cfg: ClusterConfig, env: NodeJS.ProcessEnv)
   return { ...(token !== undefined ? { token } : {}), ...(tls ? { tls } : {}) };
 }
 
-export function cliCredentials(): CliCredentials {
-  return current;
-}
-
 /** For one-shot requests (src/transport/rpc.ts). */
 export function rpcCredentials(c: CliCredentials = current): RpcCredentials {
   const tls = c.tls ?? {};

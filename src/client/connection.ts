@@ -280,8 +280,4 @@ function parseHello(v: unknown): HelloResult | null {
   };
 }
 
-/** True for errors that end the attempt on this node but say nothing about the request itself. */
-export function isConnectionLost(e: unknown): e is ConnectionLostError {
-  return e instanceof ConnectionLostError;
-}
 

@@ -67,11 +67,6 @@ export function readBytes(v: unknown, what: string): Uint8Array {
   return new Uint8Array(v);
 }
 
-export function readBool(v: unknown, what: string): boolean {
-  if (typeof v !== 'boolean') fail(`${what} must be a boolean`);
-  return v;
-}
-
 export function readObject(v: unknown, what: string): Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v) || v instanceof Uint8Array) {
     fail(`${what} must be an object`);

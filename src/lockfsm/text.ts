@@ -20,7 +20,3 @@ export function utf8Length(s: string): number {
   return bytes;
 }
 
-/** Code-unit order: the same on every node, unlike localeCompare. */
-export function compareStrings(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}

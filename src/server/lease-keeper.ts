@@ -1,6 +1,6 @@
 // The leader's view of session leases, on its monotonic clock. Only the leader keeps
 // deadlines; it never expires a session itself, it proposes ExpireSession, and only the
-// committed entry ends the session (DESIGN.md, "Timing and safety").
+// committed entry ends the session (docs/internals.md, "Timing and safety").
 //
 //   server deadline = time the leader received the last confirmed keepalive + TTL
 //

@@ -3,7 +3,7 @@
 // was proposed while the previous fsync ran goes into the next one), sends its messages,
 // applies its committed entries and calls advance().
 //
-// Ordering (DESIGN.md, "The Raft core"): messages that depend on what the Ready persists
+// Ordering (docs/internals.md, "The Ready loop"): messages that depend on what the Ready persists
 // (votes, append acknowledgements) are sent only after the batch is durable. A leader's own
 // AppendEntries/heartbeats do not depend on its local write (thesis §10.2.1: the leader may
 // write its log in parallel with replicating it), so they go out first; the leader still
