@@ -114,11 +114,15 @@ export interface ReadState {
 }
 
 /**
- * One batch of work for the driver. Order of duties (etcd's contract):
- * 1. install `snapshot`, append `entries` and write `hardState` durably (one sync batch);
- * 2. only then send `messages` (votes and append acknowledgements depend on step 1);
- * 3. apply `committedEntries` and serve `readStates` once applied;
- * 4. call `advance(ready)`.
+ * One batch of work for the driver. Order of duties (see ReadyPlanner, which decides 1-3):
+ * 1. send the leader's replication (AppendEntries, heartbeats, snapshot chunks, TimeoutNow):
+ *    it promises nothing about this node's disk (thesis §10.2.1);
+ * 2. install `snapshot`, append `entries` and write `hardState` durably, in one sync batch
+ *    (a Ready that only moves the commit index may skip the write: it is recoverable);
+ * 3. only then send the other `messages` (votes and append acknowledgements are promises
+ *    about step 2);
+ * 4. apply `committedEntries` and serve `readStates` once applied;
+ * 5. call `advance(ready)`.
  */
 export interface Ready {
   readonly softState?: SoftState;

@@ -3,14 +3,11 @@
 // was proposed while the previous fsync ran goes into the next one), sends its messages,
 // applies its committed entries and calls advance().
 //
-// Ordering (docs/internals.md, "The Ready loop"): messages that depend on what the Ready persists
-// (votes, append acknowledgements) are sent only after the batch is durable. A leader's own
-// AppendEntries/heartbeats do not depend on its local write (thesis §10.2.1: the leader may
-// write its log in parallel with replicating it), so they go out first; the leader still
-// applies, answers and publishes a commit index only in a later Ready, after its own fsync.
+// Which messages leave before the write and what the write holds is decided by the core's
+// ReadyPlanner (docs/internals.md, "The Ready loop"); the simulator follows the same plan.
 import type { Logger } from 'pino';
-import type { RaftNode } from '../raft/index.js';
-import type { Entry, HardState, Message, Ready, ReadState, Snapshot, SoftState } from '../raft/index.js';
+import { ReadyPlanner, type RaftNode } from '../raft/index.js';
+import type { Entry, Message, ReadState, Snapshot, SoftState } from '../raft/index.js';
 import type { RaftStorage } from '../storage/index.js';
 
 export interface DriverHooks {
@@ -28,8 +25,6 @@ export interface DriverHooks {
   fatal(err: Error): void;
 }
 
-const LEADER_MESSAGES = new Set<Message['type']>(['app', 'heartbeat', 'snap', 'timeoutNow']);
-
 export class RaftDriver {
   private timer: NodeJS.Timeout | null = null;
   private running = false;
@@ -37,10 +32,7 @@ export class RaftDriver {
   private stopped = false;
   private lastTick = 0;
   private idleWaiters: (() => void)[] = [];
-  /** The hard state last written, to tell a commit-only Ready from a term or vote change. */
-  private lastHard: HardState;
-  /** A hard state not yet written (only its commit index moved). */
-  private pendingHard: HardState | null = null;
+  private readonly planner: ReadyPlanner;
   /** Counters for benchmarks and metrics. */
   readonly stats = { readies: 0, fsyncBatches: 0, entriesPersisted: 0, entriesApplied: 0 };
 
@@ -53,7 +45,7 @@ export class RaftDriver {
     private readonly log: Logger,
     private readonly now: () => number,
   ) {
-    this.lastHard = raft.hardState();
+    this.planner = new ReadyPlanner(raft.hardState());
   }
 
   start(): void {
@@ -89,30 +81,16 @@ export class RaftDriver {
       while (!this.stopped && this.raft.hasReady()) {
         const rd = this.raft.ready();
         this.stats.readies++;
-        const early = rd.messages.filter((m) => LEADER_MESSAGES.has(m.type));
-        const late = early.length === rd.messages.length ? [] : rd.messages.filter((m) => !LEADER_MESSAGES.has(m.type));
-        if (early.length) this.hooks.send(early);
-        // Entries, a snapshot, a term or a vote must be durable before the messages that
-        // depend on them. A Ready that only moves the commit index writes nothing now: the
-        // commit index is recoverable (a restarted node re-learns it from the leader), so it
-        // rides along with the next durable batch instead of costing a write on the path
-        // from commit to apply (etcd's MustSync rule, one step further).
-        const mustSync = rd.entries.length > 0 || rd.snapshot !== undefined || this.termOrVoteChanged(rd);
-        if (rd.hardState) this.pendingHard = rd.hardState;
-        if (mustSync) {
-          const hardState = this.pendingHard;
-          await this.storage.save({
-            ...(hardState ? { hardState } : {}),
-            ...(rd.snapshot ? { snapshot: rd.snapshot } : {}),
-            entries: rd.entries,
-          });
-          if (hardState) this.lastHard = hardState;
-          if (this.pendingHard === hardState) this.pendingHard = null;
+        const plan = this.planner.plan(rd);
+        if (plan.sendFirst.length) this.hooks.send(plan.sendFirst);
+        if (plan.write) {
+          await this.storage.save(plan.write);
+          this.planner.written(plan.write);
           this.stats.fsyncBatches++;
-          this.stats.entriesPersisted += rd.entries.length;
+          this.stats.entriesPersisted += plan.write.entries.length;
         }
         if (this.stopped) break;
-        if (late.length) this.hooks.send(late);
+        if (plan.sendAfterWrite.length) this.hooks.send(plan.sendAfterWrite);
         if (rd.softState) this.hooks.softState(rd.softState);
         if (rd.snapshot) this.hooks.installSnapshot(rd.snapshot);
         if (rd.committedEntries.length) {
@@ -135,13 +113,6 @@ export class RaftDriver {
     else for (const w of this.idleWaiters.splice(0)) w();
   }
 
-  private termOrVoteChanged(rd: Ready): boolean {
-    const h = rd.hardState;
-    if (!h) return false;
-    const prev = this.lastHard;
-    return h.term !== prev.term || h.vote !== prev.vote;
-  }
-
   /** Resolves once no Ready is pending or being processed. */
   idle(): Promise<void> {
     if (!this.running && !this.scheduled && !this.raft.hasReady()) return Promise.resolve();
@@ -154,9 +125,10 @@ export class RaftDriver {
     while (this.running) await new Promise((r) => setTimeout(r, 1));
     this.stopped = true;
     // Keep the latest commit index on a clean stop, so a restart applies up to it at once.
-    if (this.pendingHard) {
-      await this.storage.save({ hardState: this.pendingHard, entries: [] }).catch(() => {});
-      this.pendingHard = null;
+    const hardState = this.planner.unwritten();
+    if (hardState) {
+      await this.storage.save({ hardState, entries: [] }).catch(() => {});
+      this.planner.written({ hardState, entries: [] });
     }
     for (const w of this.idleWaiters.splice(0)) w();
   }

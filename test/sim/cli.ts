@@ -1,10 +1,11 @@
-// npm run sim -- [--seeds N] [--start S] [--seed N] [--nodes 3|5] [--steps N] [--trace]
+// npm run sim -- [--seeds N] [--start S] [--seed N] [--nodes 3|5] [--steps N] [--trace] [--plant BUG]
 //   --seeds N   run seeds S .. S+N-1 (default 100) and print a summary
 //   --seed N    replay one seed exactly, printing its trace
 //   --nodes     cluster size (default: 3 for even seeds, 5 for odd ones)
 //   --steps     simulated steps of the faulty phase (default 4000)
 //   --trace     print each run's events (elections, partitions, crashes, commits)
-import { DEFAULT_STEPS, nodesFor, replayCommand, runSeed, type SimResult } from './cluster.js';
+//   --plant     run a deliberately wrong driver (acksBeforeWrite) to see the checker catch it
+import { DEFAULT_STEPS, nodesFor, replayCommand, runSeed, type PlantedBug, type SimResult } from './cluster.js';
 import { repairScenario } from './diverge.js';
 import { Prng } from './prng.js';
 
@@ -45,6 +46,9 @@ function main(): void {
   const trace = flags.has('--trace') || one !== undefined;
   const start = one ?? num('start') ?? 0;
   const count = one !== undefined ? 1 : (num('seeds') ?? 100);
+  const plantArg = arg('plant');
+  if (plantArg !== undefined && plantArg !== 'acksBeforeWrite') throw new Error(`--plant must be acksBeforeWrite, got ${plantArg}`);
+  const plant: PlantedBug | undefined = plantArg;
 
   const t0 = Date.now();
   const results: SimResult[] = [];
@@ -52,12 +56,12 @@ function main(): void {
   for (let seed = start; seed < start + count; seed++) {
     const nodes = nodesArg ?? nodesFor(seed);
     if (trace) console.log(`--- seed ${seed}, ${nodes} nodes, ${steps} steps ---`);
-    const r = runSeed({ seed, nodes, steps, trace });
+    const r = runSeed({ seed, nodes, steps, trace, ...(plant ? { plant } : {}) });
     results.push(r);
     if (r.violation) {
       failures.push(r);
       console.log(`VIOLATION seed ${seed}: ${r.violation}`);
-      console.log(`  replay: ${replayCommand(r, steps)}`);
+      console.log(`  replay: ${replayCommand(r, steps, plant)}`);
     }
     if (!trace && count >= 100 && (seed - start + 1) % Math.max(1, Math.floor(count / 20)) === 0) {
       console.error(`  ... ${seed - start + 1}/${count} seeds, ${failures.length} violations, ${((Date.now() - t0) / 1000).toFixed(0)} s`);

@@ -3,7 +3,7 @@
 // crash (losing whatever they had not persisted), restart from their durable store, pause
 // and suffer clock jumps, snapshots sent in chunks, clients that propose and read, and an
 // operator that changes membership. Every step is followed by the safety checks.
-import { decodeConfChange, RaftNode } from '../../src/raft/index.js';
+import { decodeConfChange, RaftNode, ReadyPlanner, type ReadyPlan } from '../../src/raft/index.js';
 import type { ConfChange, ConfState, Entry, Message, NodeId, RaftConfig, Ready, Snapshot } from '../../src/raft/index.js';
 import { Checker, Violation } from './checker.js';
 import { EventHeap } from './heap.js';
@@ -28,6 +28,17 @@ export interface SimOptions {
   payload?: (rng: Prng) => Uint8Array;
   /** The state machine each node runs (default: StateMachine, a hash of the applied entries). */
   machine?: SimMachines;
+  /** A deliberately wrong driver, to show the simulator catches it (see plantedOrdering). */
+  plant?: PlantedBug;
+}
+
+/** `acksBeforeWrite`: every message leaves before the Ready's write, votes and append
+ *  acknowledgements included (a driver that ignores the ReadyPlanner's ordering). */
+export type PlantedBug = 'acksBeforeWrite';
+
+function plantedOrdering(plan: ReadyPlan, plant: PlantedBug | undefined): ReadyPlan {
+  if (plant !== 'acksBeforeWrite' || plan.sendAfterWrite.length === 0) return plan;
+  return { sendFirst: [...plan.sendFirst, ...plan.sendAfterWrite], write: plan.write, sendAfterWrite: [] };
 }
 
 /** A node's replicated state machine, as the simulator drives and checks it. */
@@ -99,6 +110,8 @@ class SimNode {
   /** Ticks missed while paused (delivered at once on resume: a clock jump). */
   missedTicks = 0;
   crashAt: CrashPoint | null = null;
+  /** The driver's plan of each Ready (which hard state is durable); new at every start. */
+  planner = new ReadyPlanner({ term: 0, vote: null, commit: 0 });
   lastCommit = 0;
   incarnation = 0;
   prevRole = '';
@@ -164,6 +177,7 @@ export class Sim {
   /** What kind of trouble this run gets. */
   readonly profile: 'mixed' | 'leaderKiller' | 'flaky' | 'partitions';
   private readonly trace: ((s: string) => void) | null;
+  private readonly plant: PlantedBug | undefined;
 
   // network
   private readonly blocked = new Set<string>(); // "a>b"
@@ -192,6 +206,7 @@ export class Sim {
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Prng(opts.seed);
+    this.plant = opts.plant;
     this.machines = opts.machine ?? HASH_MACHINES;
     const r = this.rng;
     this.electionTicks = 10;
@@ -278,6 +293,7 @@ export class Sim {
         applied: s.snapshotIndex,
       },
     );
+    n.planner = new ReadyPlanner(s.hardState);
     n.sm = s.snapshot ? this.machines.restore(n.id, s.snapshot.data) : this.machines.create(n.id);
     if (s.snapshot) {
       if (n.sm.index !== s.snapshot.meta.index) this.check.fail(`${n.id}: snapshot data at ${n.sm.index} but meta at ${s.snapshot.meta.index}`);
@@ -346,7 +362,10 @@ export class Sim {
 
   // ---- the driver: the Ready contract ---------------------------------------------
 
-  /** Persist, then send, then apply, then advance; until the node has nothing more. */
+  /** Carry out each Ready as production's RaftDriver does, by the core's ReadyPlanner: the
+   *  leader's replication leaves first, then the write, then the messages that depend on it,
+   *  then apply and advance; until the node has nothing more. A crash may fall between any
+   *  two steps, so every seed checks that ordering. */
   private drive(n: SimNode): void {
     let rounds = 0;
     while (n.raft && n.state === 'up' && n.raft.hasReady()) {
@@ -355,15 +374,21 @@ export class Sim {
       const rd = r.ready();
       this.check.checkEntries(n.id, r, rd.entries);
       if (rd.softState) this.onSoftState(n, r, rd);
+      const plan = plantedOrdering(n.planner.plan(rd), this.plant);
+      for (const m of plan.sendFirst) this.send(m);
       if (n.crashAt === 'beforePersist') return this.crash(n, 'before persisting a Ready');
-      if (r.role === 'leader' && rd.entries.length && rd.entries[0]!.index <= n.store.lastIndex()) {
-        // Leader Append-Only, on disk: a leader's new entries never replace persisted ones.
-        this.check.fail(`Leader Append-Only: leader ${n.id} (term ${r.term}) overwrites persisted entries from ${rd.entries[0]!.index}`);
+      if (plan.write) {
+        const w = plan.write;
+        if (r.role === 'leader' && w.entries.length && w.entries[0]!.index <= n.store.lastIndex()) {
+          // Leader Append-Only, on disk: a leader's new entries never replace persisted ones.
+          this.check.fail(`Leader Append-Only: leader ${n.id} (term ${r.term}) overwrites persisted entries from ${w.entries[0]!.index}`);
+        }
+        const err = n.store.persist(w);
+        if (err) this.check.fail(`${n.id} storage contract: ${err}`);
+        n.planner.written(w);
       }
-      const err = n.store.persist(rd);
-      if (err) this.check.fail(`${n.id} storage contract: ${err}`);
       if (n.crashAt === 'afterPersist') return this.crash(n, 'after persisting, before sending');
-      for (const m of rd.messages) this.send(m);
+      for (const m of plan.sendAfterWrite) this.send(m);
       if (n.crashAt === 'afterSend') return this.crash(n, 'after sending, before applying');
       if (rd.snapshot) this.installSnapshot(n, rd.snapshot);
       for (const e of rd.committedEntries) {
@@ -983,6 +1008,6 @@ export function nodesFor(seed: number): number {
   return seed % 2 === 0 ? 3 : 5;
 }
 
-export function replayCommand(r: Pick<SimResult, 'seed' | 'nodes'>, steps: number): string {
-  return `npm run sim -- --seed ${r.seed} --nodes ${r.nodes} --steps ${steps}`;
+export function replayCommand(r: Pick<SimResult, 'seed' | 'nodes'>, steps: number, plant?: PlantedBug): string {
+  return `npm run sim -- --seed ${r.seed} --nodes ${r.nodes} --steps ${steps}${plant ? ` --plant ${plant}` : ''}`;
 }

@@ -1,6 +1,6 @@
 // What each simulated node keeps: its durable store (exactly what its Readys persisted) and
 // its in-memory state machine (a running hash of every applied entry).
-import type { Entry, HardState, Ready, Snapshot } from '../../src/raft/index.js';
+import type { Entry, HardState, ReadyWrite, Snapshot } from '../../src/raft/index.js';
 
 /** A stable text key of an entry's content (type and data), for comparisons across nodes. */
 export function entryKey(e: Pick<Entry, 'type' | 'data'>): string {
@@ -27,9 +27,9 @@ export class Store {
     return this.entries.length ? this.entries[this.entries.length - 1]!.index : this.snapshotIndex;
   }
 
-  /** Persist one Ready: snapshot, then entries (a suffix that replaces any conflicting
-   *  tail), then the hard state. Returns a contract violation, if any. */
-  persist(rd: Ready): string | null {
+  /** Persist one Ready's write: snapshot, then entries (a suffix that replaces any
+   *  conflicting tail), then the hard state. Returns a contract violation, if any. */
+  persist(rd: ReadyWrite): string | null {
     if (rd.snapshot) {
       this.snapshot = rd.snapshot;
       this.entries = [];
