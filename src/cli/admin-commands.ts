@@ -1,6 +1,5 @@
 // Operator commands: membership, leadership transfer and snapshots.
 import type { Command } from 'commander';
-import { rpc, RpcError } from '../transport/rpc.js';
 import type { MemberInfo } from '../transport/client-protocol.js';
 import type { RequestBody } from '../transport/rpc.js';
 import { rpcCredentials } from './credentials.js';
@@ -8,6 +7,8 @@ import { endpointsOption } from './options.js';
 
 /** Ask each endpoint in turn until one answers (any node forwards to the leader). */
 async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
+  // Loaded when a command runs, not when the command line is parsed (start-up time).
+  const { rpc, RpcError } = await import('../transport/rpc.js');
   let last: Error = new Error('no endpoints');
   for (const url of endpoints) {
     try {
@@ -68,6 +69,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .description('snapshot one node\'s state now and compact its log')
     .requiredOption('--endpoint <url>', 'the node to snapshot (its client URL)')
     .action(async (o: { endpoint: string }) => {
+      const { rpc } = await import('../transport/rpc.js');
       const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000, rpcCredentials());
       process.stdout.write(`snapshot at index ${r.index}\n`);
     });

@@ -1,10 +1,10 @@
 // `palisade fence-sql [--table T]`: the SQL that creates the PostgreSQL fence table, for
 // deploys that apply schema changes themselves instead of calling PostgresFence.migrate().
 import type { Command } from 'commander';
-import { FenceInputError } from '../fence/errors.js';
-import { PostgresFence } from '../fence/postgres.js';
 
-export function fenceSqlCommand(o: { table?: string }): number {
+export async function fenceSqlCommand(o: { table?: string }): Promise<number> {
+  // Loaded here, not at start-up: only this command needs the fence module.
+  const [{ FenceInputError }, { PostgresFence }] = await Promise.all([import('../fence/errors.js'), import('../fence/postgres.js')]);
   try {
     process.stdout.write(o.table === undefined ? PostgresFence.fenceSql() : PostgresFence.fenceSql(o.table));
     return 0;
@@ -21,7 +21,7 @@ export function registerFenceSql(program: Command): void {
     .description('print the SQL that creates the PostgreSQL fence table (what PostgresFence.migrate() runs)')
     .option('--table <name>', 'table name, optionally schema-qualified; lower-case identifiers (default palisade_fence)')
     .addHelpText('after', '\nExample: palisade fence-sql --table ops.fence | psql "$DATABASE_URL"')
-    .action((o: { table?: string }) => {
-      process.exitCode = fenceSqlCommand(o);
+    .action(async (o: { table?: string }) => {
+      process.exitCode = await fenceSqlCommand(o);
     });
 }

@@ -4,15 +4,9 @@ import { LockClient, LockTimeoutError, PalisadeError } from '../client/index.js'
 import type { Lock } from '../client/index.js';
 import { explainFailure, sdkCredentials } from './credentials.js';
 
-/** Exit codes of `palisade lock` and `palisade elect` besides the command's own status. */
-export const EXIT = {
-  /** The lease was lost while the command ran; the command was terminated. */
-  LEASE_LOST: 75,
-  /** The lock was not acquired within --wait. */
-  WAIT_TIMEOUT: 74,
-  /** The cluster could not be reached or did not answer. */
-  UNAVAILABLE: 69,
-} as const;
+import { EXIT } from './exit-codes.js';
+
+export { EXIT };
 
 export interface LockCommandOptions {
   endpoints: string[];

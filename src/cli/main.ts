@@ -2,17 +2,17 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { existsSync } from 'node:fs';
 import { loadConfig } from '../server/config.js';
-import { cluster } from './cluster.js';
-import { serve } from './serve.js';
-import { fetchStatus, formatStatus } from './status.js';
-import { watchStatus } from './status-watch.js';
-import { fetchLocks, formatLocks } from './locks.js';
-import { EXIT, electCommand, getCommand, leaderCommand, lockCommand } from './lock-commands.js';
+import { EXIT } from './exit-codes.js';
 import { registerAdminCommands } from './admin-commands.js';
-import { registerKvCommands } from './kv-commands.js';
+import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
 import { explainFailure, registerCredentialOptions } from './credentials.js';
 import { endpointsOption } from './options.js';
+
+// Each command loads its implementation when it runs (dynamic import): `palisade --help` or
+// `palisade get X` should not pay for the server (LevelDB, prom-client, pino, Raft) or the SDK
+// it does not use. Only `serve` and `cluster` load server code.
+const lockCommands = () => import('./lock-commands.js');
 
 const program = new Command();
 program
@@ -39,14 +39,14 @@ program
   .requiredOption('--id <id>', 'this node\'s id in the config')
   .option('--join <urls>', 'join the running cluster at these client URLs (a new node with an empty data directory)')
   .addOption(logLevel())
-  .action((o: { config: string; id: string; logLevel: string; join?: string }) => serve(o));
+  .action(async (o: { config: string; id: string; logLevel: string; join?: string }) => (await import('./serve.js')).serve(o));
 
 program
   .command('cluster')
   .description('start every node of the config on this machine and print the endpoints and leader')
   .option('--config <file>', 'cluster config file', 'cluster.config.json')
   .addOption(logLevel())
-  .action((o: { config: string; logLevel: string }) => cluster(o));
+  .action(async (o: { config: string; logLevel: string }) => (await import('./cluster.js')).cluster(o));
 
 program
   .command('status')
@@ -55,7 +55,8 @@ program
   .option('--json', 'print JSON')
   .option('--watch', 'redraw the table every 500 ms until Ctrl-C')
   .action(async (o: { endpoints?: string; json?: boolean; watch?: boolean }) => {
-    if (o.watch) return watchStatus(endpointsFrom(o.endpoints));
+    const { fetchStatus, formatStatus } = await import('./status.js');
+    if (o.watch) return (await import('./status-watch.js')).watchStatus(endpointsFrom(o.endpoints));
     const rows = await fetchStatus(endpointsFrom(o.endpoints));
     if (o.json) {
       const out = rows.map((r) =>
@@ -80,6 +81,7 @@ program
   .option('--limit <n>', 'at most this many locks', positiveInt, 1000)
   .option('--json', 'print JSON')
   .action(async (o: { endpoints?: string; prefix?: string; limit: number; json?: boolean }) => {
+    const { fetchLocks, formatLocks } = await import('./locks.js');
     const locks = await fetchLocks(endpointsFrom(o.endpoints), { ...(o.prefix ? { prefix: o.prefix } : {}), limit: o.limit });
     process.stdout.write(o.json ? `${JSON.stringify(locks, null, 2)}\n` : `${formatLocks(locks)}\n`);
   });
@@ -106,7 +108,7 @@ could not be reached, 64 on a usage error.
 Example: palisade lock nightly-report --wait 1000 -- ./make-report.sh`,
   )
   .action(async (name: string, command: string[], o: { endpoints?: string; ttl?: number; wait?: number; shared?: boolean; limit?: number; grace: number }) => {
-    process.exitCode = await lockCommand(name, command, { ...o, endpoints: endpointsFrom(o.endpoints) });
+    process.exitCode = await (await lockCommands()).lockCommand(name, command, { ...o, endpoints: endpointsFrom(o.endpoints) });
   });
 
 program
@@ -116,7 +118,7 @@ program
   .addOption(endpointsOption())
   .option('--json', 'print JSON')
   .addHelpText('after', '\nFor a key of the key-value space: palisade kv get KEY')
-  .action((name: string, o: { endpoints?: string; json?: boolean }) => getCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
+  .action(async (name: string, o: { endpoints?: string; json?: boolean }) => (await lockCommands()).getCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
 
 program
   .command('elect')
@@ -129,7 +131,7 @@ program
   .option('--grace <ms>', 'after leadership is lost, SIGTERM the command and SIGKILL it after this long', nonNegativeInt, 5000)
 
   .action(async (name: string, value: string, command: string[], o: { endpoints?: string; ttl?: number; grace: number }) => {
-    process.exitCode = await electCommand(name, value, command, { ...o, endpoints: endpointsFrom(o.endpoints) });
+    process.exitCode = await (await lockCommands()).electCommand(name, value, command, { ...o, endpoints: endpointsFrom(o.endpoints) });
   });
 
 program
@@ -139,7 +141,7 @@ program
   .addOption(endpointsOption())
   .option('--watch', 'print every change until Ctrl-C')
   .option('--json', 'print JSON lines')
-  .action((name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
+  .action(async (name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => (await lockCommands()).leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
 
 registerAdminCommands(program, endpointsFrom);
 registerKvCommands(program, endpointsFrom);
