@@ -23,6 +23,11 @@ export interface MachineConfig {
   readonly maxLocksPerSession: number;
   /** Operations (running or done) the ledger keeps at once. */
   readonly maxLedgerEntries: number;
+  /** How far above a session's highest seq so far a new seq may be: a seq far ahead (say
+   *  2^53-1) would leave no room for the session's later requests. */
+  readonly maxSeqAdvance: number;
+  /** Sessions open at once across the cluster; an openSession beyond it is LIMIT_EXCEEDED. */
+  readonly maxSessions: number;
 }
 
 export const DEFAULT_MACHINE_CONFIG: MachineConfig = Object.freeze({
@@ -37,6 +42,8 @@ export const DEFAULT_MACHINE_CONFIG: MachineConfig = Object.freeze({
   maxPendingResultsPerSession: 128,
   maxLocksPerSession: 10_000,
   maxLedgerEntries: 100_000,
+  maxSeqAdvance: 1_000_000,
+  maxSessions: 100_000,
 });
 
 /** Throws on a config no node should run with (a start-up error, not a command error). */
@@ -53,6 +60,8 @@ export function checkMachineConfig(config: MachineConfig): MachineConfig {
     'maxPendingResultsPerSession',
     'maxLocksPerSession',
     'maxLedgerEntries',
+    'maxSeqAdvance',
+    'maxSessions',
   ];
   for (const field of fields) {
     const v = config[field];
@@ -67,6 +76,8 @@ export function checkMachineConfig(config: MachineConfig): MachineConfig {
     'maxPendingResultsPerSession',
     'maxLocksPerSession',
     'maxLedgerEntries',
+    'maxSeqAdvance',
+    'maxSessions',
   ];
   for (const field of positive) {
     if (config[field] === 0) throw new Error(`lockfsm config: ${field} must be at least 1`);

@@ -55,7 +55,7 @@ export class LockMachine {
 
   constructor(config: MachineConfig = DEFAULT_MACHINE_CONFIG) {
     this.config = checkMachineConfig(config);
-    this.sessionTable = new SessionTable(config.maxPendingResultsPerSession);
+    this.sessionTable = new SessionTable(config.maxPendingResultsPerSession, config.maxSeqAdvance);
     this.lockTable = new LockTable(config.maxLocksPerSession);
     this.electionTable = new ElectionTable(config.maxLocksPerSession);
     this.kv = new KvStore(config.maxKvTotalBytes);
@@ -125,7 +125,7 @@ export class LockMachine {
   private openSession(ctx: ApplyContext, cmd: OpenSessionCommand): Result {
     // The id is the entry's index: unique cluster-wide and never reused.
     const label = cmd.label ?? null;
-    this.sessionTable.open(ctx.index, cmd.ttlMs, label);
+    this.sessionTable.open(ctx.index, cmd.ttlMs, label, cmd.owner ?? null);
     ctx.events.push({ type: 'sessionOpened', session: ctx.index, ttlMs: cmd.ttlMs, label });
     return { type: 'session', session: ctx.index, ttlMs: cmd.ttlMs };
   }
@@ -283,6 +283,7 @@ export class LockMachine {
       id: rec.id,
       ttlMs: rec.ttlMs,
       label: rec.label,
+      owner: rec.owner,
       locks: [...rec.held].sort().map((name) => ({ name, ...this.lockTable.holdOf(name, rec.id)! })),
       waits: [...rec.waits].sort().map((name) => ({ name, mode: this.lockTable.waitModeOf(name, rec.id)! })),
       elections: [...rec.elections].sort(),

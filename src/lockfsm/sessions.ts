@@ -25,6 +25,8 @@ export interface SessionRecord {
   readonly id: number;
   readonly ttlMs: number;
   readonly label: string | null;
+  /** The principal that opened it (null: opened without authentication). */
+  readonly owner: string | null;
   /** Every seq <= ackedSeq has been answered and forgotten. */
   ackedSeq: number;
   /** Answers of seq > ackedSeq, in the order the requests were applied. */
@@ -37,7 +39,8 @@ export interface SessionRecord {
 
 type SessionSnapshot =
   | [number, number, number, [number, CommandType, Result][]]
-  | [number, number, number, [number, CommandType, Result][], string];
+  | [number, number, number, [number, CommandType, Result][], string]
+  | [number, number, number, [number, CommandType, Result][], string | null, string];
 
 /** What the idempotency layer decides about a session command before it runs. */
 export type Admission = { readonly kind: 'new' } | { readonly kind: 'answer'; readonly result: Result };
@@ -48,7 +51,10 @@ export class SessionTable {
   private readonly byId = new Map<number, SessionRecord>();
   private pending = 0;
 
-  constructor(private readonly maxPendingPerSession: number) {}
+  constructor(
+    private readonly maxPendingPerSession: number,
+    private readonly maxSeqAdvance: number,
+  ) {}
 
   get size(): number {
     return this.byId.size;
@@ -67,11 +73,12 @@ export class SessionTable {
     return this.byId.values();
   }
 
-  open(id: number, ttlMs: number, label: string | null): SessionRecord {
+  open(id: number, ttlMs: number, label: string | null, owner: string | null): SessionRecord {
     const rec: SessionRecord = {
       id,
       ttlMs,
       label,
+      owner,
       ackedSeq: 0,
       answers: [],
       held: new Set(),
@@ -98,6 +105,17 @@ export class SessionTable {
         result: machineError(
           'STALE_SEQUENCE',
           `seq ${cmd.seq} of session ${rec.id} is at or below the acknowledged seq ${rec.ackedSeq}; its answer is forgotten`,
+        ),
+      };
+    }
+    // Before acknowledging anything: an ackedSeq far ahead would poison the session as much
+    // as the seq (ackedSeq < seq, so bounding seq bounds both).
+    const high = highestSeq(rec);
+    if (cmd.seq > high + this.maxSeqAdvance) {
+      return {
+        kind: 'answer',
+        result: invalidArgument(
+          `seq ${cmd.seq} of session ${rec.id} is more than ${this.maxSeqAdvance} above its highest seq so far (${high}); number requests consecutively`,
         ),
       };
     }
@@ -128,14 +146,17 @@ export class SessionTable {
     this.pending++;
   }
 
-  /** Snapshot form: [id, ttlMs, ackedSeq, [[seq, command, result], ...]] per session, and
-   *  the label as a fifth field when there is one (snapshots without labels read as before). */
+  /** Snapshot form: [id, ttlMs, ackedSeq, [[seq, command, result], ...]] per session, the
+   *  label (or null) as a fifth field and the owner as a sixth when there are any: snapshots
+   *  written before labels or owners existed read as before. */
   toSnapshot(): SessionSnapshot[] {
     const out: SessionSnapshot[] = [];
     for (const rec of this.byId.values()) {
       const answers: [number, CommandType, Result][] = [];
       for (const a of rec.answers) answers.push([a.seq, a.command, a.result]);
-      out.push(rec.label === null ? [rec.id, rec.ttlMs, rec.ackedSeq, answers] : [rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label]);
+      if (rec.owner !== null) out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label, rec.owner]);
+      else if (rec.label !== null) out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label]);
+      else out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers]);
     }
     return out;
   }
@@ -147,7 +168,7 @@ export class SessionTable {
   restore(data: unknown, appliedIndex: number, commandTypes: readonly CommandType[]): void {
     readEach(data, 'sessions', (item) => {
       const t = readArray(item, 'session');
-      if (t.length !== 4 && t.length !== 5) fail(`session must have 4 or 5 fields, has ${t.length}`);
+      if (t.length < 4 || t.length > 6) fail(`session must have 4 to 6 fields, has ${t.length}`);
       const id = readIndex(t[0], appliedIndex, 'session id');
       if (this.byId.has(id)) fail(`session ${id} appears twice`);
       const ttlMs = readUint(t[1], 'ttlMs');
@@ -164,8 +185,9 @@ export class SessionTable {
         if (typeof result.type !== 'string') fail('answer has no type');
         answers.push({ seq, command, result: result as unknown as Result });
       }
-      const label = t.length === 5 ? readString(t[4], 'session label') : null;
-      const rec = this.open(id, ttlMs, label);
+      const label = t.length < 5 || (t.length === 6 && t[4] === null) ? null : readString(t[4], 'session label');
+      const owner = t.length === 6 ? readString(t[5], 'session owner') : null;
+      const rec = this.open(id, ttlMs, label, owner);
       rec.ackedSeq = ackedSeq;
       rec.answers.push(...answers);
       this.pending += answers.length;
@@ -184,6 +206,13 @@ export class SessionTable {
     this.pending -= answers.length - kept;
     answers.length = kept;
   }
+}
+
+/** The highest seq the session has seen: every admitted seq is remembered until acknowledged. */
+function highestSeq(rec: SessionRecord): number {
+  let high = rec.ackedSeq;
+  for (let i = 0; i < rec.answers.length; i++) if (rec.answers[i]!.seq > high) high = rec.answers[i]!.seq;
+  return high;
 }
 
 function findAnswer(rec: SessionRecord, seq: number): StoredAnswer | undefined {

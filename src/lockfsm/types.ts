@@ -35,6 +35,9 @@ export interface OpenSessionCommand {
   readonly ttlMs: number;
   /** Who opened it, for people reading lock tables (host and pid, a service name). */
   readonly label?: string;
+  /** The principal (token name) that opened it, stamped by the node that received the
+   *  request when clients authenticate; only that principal may use the session. */
+  readonly owner?: string;
 }
 
 /** A session label is for display: short, and refused (not cut) when longer. */
@@ -478,6 +481,8 @@ export interface SessionInfo {
   readonly id: number;
   readonly ttlMs: number;
   readonly label: string | null;
+  /** The token name that opened it; null when it was opened without authentication. */
+  readonly owner: string | null;
   /** Locks held, by name. */
   readonly locks: readonly SessionLockInfo[];
   /** Locks waited for, by name. */

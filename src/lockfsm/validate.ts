@@ -38,7 +38,7 @@ function scoped(
 }
 
 const SPECS: Readonly<Record<CommandType, CommandSpec>> = {
-  openSession: { required: { ttlMs: 'uint' }, optional: { label: 'label' } },
+  openSession: { required: { ttlMs: 'uint' }, optional: { label: 'label', owner: 'label' } },
   closeSession: scoped({}),
   expireSession: { required: { session: 'id' }, optional: {} },
   acquire: scoped({ name: 'name', mode: 'mode', wait: 'bool' }, { limit: 'id', lockDelayMs: 'uint' }),

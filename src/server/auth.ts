@@ -145,32 +145,29 @@ export function permissionProblem(p: Principal, req: Request): WireError | null 
 }
 
 /**
- * Sessions are not tied to the token that opened them (the lock machine does not record it),
- * so a session id is a capability: whoever learns one (session ids are visible to readers)
- * can present it. This bounds what that lets a client do: a token limited to prefixes may
- * use only sessions whose locks, waits and elections all lie within its prefixes, and a
- * read-only token only sessions that hold, await and lead nothing. So a foreign session
- * cannot be used to close, keep alive, or follow the events of locks outside the token's
- * scope. Within its scope a token can still act through another client's session; see
- * docs/security.md. Checked against the receiving node's applied state.
+ * What a token limited to prefixes, or read-only, may do with a session it may use (its
+ * own, see session-owner.ts, or one opened without authentication): a token limited to
+ * prefixes may use only sessions whose locks, waits and elections all lie within its
+ * prefixes (its prefixes may have changed since it opened the session), and a read-only
+ * token only sessions that hold, await and lead nothing. The refusal never names the lock:
+ * the caller may not be allowed to see it. Checked against the receiving node's applied state.
  */
 export function sessionScopeProblem(p: Principal, req: Request, machine: MachineView): WireError | null {
-  if (!sessionScopeApplies(p, req)) return null;
+  if (!('session' in req) || (p.prefixes === null && !p.readOnly)) return null;
   const s = machine.session(req.session);
   if (!s) return null; // the machine answers UNKNOWN_SESSION
   const names = [...s.locks.map((l) => l.name), ...s.waits.map((w) => w.name), ...s.elections];
   if (p.readOnly && names.length > 0) {
     return { code: 'PERMISSION_DENIED', message: `token "${p.name}" is read-only: session ${req.session} holds or awaits locks, and a read-only token may use only sessions that hold nothing` };
   }
-  const outside = names.find((name) => !withinPrefixes(p, name));
-  if (outside === undefined) return null;
-  return { code: 'PERMISSION_DENIED', message: `token "${p.name}" may not use session ${req.session}: it holds, awaits or leads ${JSON.stringify(outside)}, outside the token's prefixes` };
+  if (names.every((name) => withinPrefixes(p, name))) return null;
+  return { code: 'PERMISSION_DENIED', message: `token "${p.name}" may not use session ${req.session}: it holds, awaits or leads names outside the token's prefixes` };
 }
 
-/** Whether `req` uses a session that `p` may use only within its scope (sessionScopeProblem
- *  has something to check): a token limited to prefixes or read-only, and a session op. */
+/** Whether `req` uses a session whose owner and scope must be checked: every session op of
+ *  an authenticated client (with auth off every client is the same principal). */
 export function sessionScopeApplies(p: Principal, req: Request): req is Extract<Request, { session: number }> {
-  return 'session' in req && (p.prefixes !== null || p.readOnly);
+  return 'session' in req && p !== UNAUTHENTICATED_CLIENT;
 }
 
 /** Whether an event may be pushed to a client of `p`: events carry names too. */

@@ -12,6 +12,7 @@ import type { Request, ServerEvent, WireError } from '../transport/client-protoc
 import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from './config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
+import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
 
 /** What the node tells the gate about an answer. */
 export type GateAnswer = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: WireError };
@@ -98,17 +99,33 @@ export class ConnectionGate {
     );
   }
 
-  /** Whether `req` (admitted) uses a session that this connection's token may use only
-   *  within its scope: then sessionScope must be asked too, against current state. */
+  /** Who owns the sessions this connection opens: its token's name, null with auth off. */
+  get owner(): string | null {
+    return this.principal === null || this.principal === UNAUTHENTICATED_CLIENT ? null : this.principal.name;
+  }
+
+  /** Whether `req` (admitted) uses a session whose owner and scope must be checked (an
+   *  authenticated client): then sessionScope must be asked too. */
   judgesSession(req: Request): boolean {
     return this.principal !== null && sessionScopeApplies(this.principal, req);
   }
 
-  /** The scope check of the session `req` uses, against the node's applied state: call it
-   *  once that state covers everything committed before the request arrived (a node that
-   *  lags would judge the session by what it held a moment ago). */
+  /** Whether sessionScope needs state that covers everything committed before `req` arrived
+   *  (a linearizable read first): a token limited in scope is judged by what the session
+   *  holds now, and a session id above this node's applied index may be one it lags behind. */
+  needsCurrentState(req: Request): boolean {
+    const p = this.principal;
+    if (p === null || !sessionScopeApplies(p, req)) return false;
+    return p.prefixes !== null || p.readOnly || ownerNeedsRead(req, this.gate.machineView);
+  }
+
+  /** The owner and scope checks of the session `req` uses, against the node's applied state
+   *  (see needsCurrentState for when that state must be current first). */
   sessionScope(req: Request): WireError | null {
-    return this.principal === null ? null : this.refuse(req, sessionScopeProblem(this.principal, req, this.gate.machineView));
+    const p = this.principal;
+    if (p === null || !sessionScopeApplies(p, req)) return null;
+    const machine = this.gate.machineView;
+    return this.refuse(req, sessionOwnerProblem(p, req, machine) ?? sessionScopeProblem(p, req, machine));
   }
 
   /** Record what the answer to an admitted request changed for this connection. */

@@ -18,6 +18,8 @@ export interface MachineView {
    *  not have reached this node yet. */
   readonly appliedIndex: number;
   session(id: number): {
+    /** The token name that opened it (null: opened without authentication). */
+    readonly owner: string | null;
     readonly locks: readonly { readonly name: string }[];
     readonly waits: readonly { readonly name: string }[];
     readonly elections: readonly string[];

@@ -3,7 +3,7 @@
 // (ClientServer), and holds the leader-only timers: session leases and lock-delays.
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { DEFAULT_MACHINE_CONFIG, LockMachine, encodeCommand, isMachineError, validateCommand } from '../lockfsm/index.js';
+import { LockMachine, encodeCommand, isMachineError, validateCommand } from '../lockfsm/index.js';
 import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
 import { RaftNode, decodeConfChange } from '../raft/index.js';
 import type { ConfChange, Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
@@ -19,6 +19,7 @@ import { NodeOps } from './http/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { ClientGate, type ConnectionGate } from './client-gate.js';
 import { acquireLimitProblem, clientPortLimits } from './limits.js';
+import { machineConfigFrom } from './defaults.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
 import { joinCluster } from './join.js';
@@ -32,7 +33,7 @@ const REQUEST_TIMEOUT_MS = 5_000;
 
 /** Peer application frames: a follower forwards client requests to the leader. */
 type PeerApp =
-  | { t: 'fwd'; rid: number; req: Request }
+  | { t: 'fwd'; rid: number; req: Request; owner?: string | null }
   | { t: 'fwdRes'; rid: number; ans: Answer }
   | { t: 'removed'; index: number };
 
@@ -460,7 +461,7 @@ export class PalisadeNode {
     const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => gate.showsEvent(e) && conn.send(e) };
     this.sinks.set(conn, sink);
     conn.on('request', (req) => {
-      void this.admit(gate, req).then((refused) => (refused ? fail(refused.code, refused.message) : this.handle(req, sink))).then((ans) => {
+      void this.admit(gate, req).then((refused) => (refused ? fail(refused.code, refused.message) : this.handle(req, sink, gate.owner))).then((ans) => {
         gate.observe(req, ans);
         if (!ans.ok) this.ops?.onRejected(ans.error.code);
         conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
@@ -479,16 +480,19 @@ export class PalisadeNode {
   private async admit(gate: ConnectionGate, req: Request): Promise<WireError | null> {
     const refused = gate.admit(req);
     if (refused || !gate.judgesSession(req)) return refused;
-    try {
-      await this.linearizable();
-    } catch (e) {
-      return { code: 'UNAVAILABLE', message: `cannot confirm the session's scope now (${(e as Error).message}); retry` };
+    if (gate.needsCurrentState(req)) {
+      try {
+        await this.linearizable();
+      } catch (e) {
+        return { code: 'UNAVAILABLE', message: `cannot confirm the session's owner and scope now (${(e as Error).message}); retry` };
+      }
     }
     return gate.sessionScope(req);
   }
 
-  /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink). */
-  private async handle(req: Request, sink: EventSink | null): Promise<Answer> {
+  /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink).
+   *  `owner`: the token name a session opened by this request belongs to (null: auth off). */
+  private async handle(req: Request, sink: EventSink | null, owner: string | null = null): Promise<Answer> {
     if (this.stopping) return fail('UNAVAILABLE', 'node is shutting down');
     try {
       switch (req.op) {
@@ -541,7 +545,7 @@ export class PalisadeNode {
           return await this.admin(req);
         default: {
           if (!WRITE_OPS.has(req.op)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
-          const ans = await this.write(req as WriteRequest);
+          const ans = await this.write(req as WriteRequest, owner);
           // Events for a session go to the connections that carry it.
           if (sink && ans.ok) {
             if (req.op === 'openSession') this.subs.sessions.add((ans.result as { session: number }).session, sink);
@@ -592,17 +596,17 @@ export class PalisadeNode {
     return { ok: true, result: { ttlMs } };
   }
 
-  private async write(req: WriteRequest): Promise<Answer> {
-    if (this.raft.role !== 'leader') return this.forward(req);
+  private async write(req: WriteRequest, owner: string | null): Promise<Answer> {
+    if (this.raft.role !== 'leader') return this.forward(req, owner);
     // Validate before proposing: a bad request is answered at once and never reaches the log.
-    const cmd = validateCommand(commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now()), this.machineConfig);
+    const cmd = validateCommand(commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now(), owner), this.machineConfig);
     if (isMachineError(cmd)) return answerFor(cmd, 0);
     // Locks and waits per session, waiters per lock: against the leader's applied state (limits.ts).
     const overLimit = acquireLimitProblem(this.cfg.limits, req, this.machine);
     if (overLimit) return fail(overLimit.code, overLimit.message);
     const r = this.raft.propose(encodeCommand(cmd, this.machineConfig));
     if (!r.ok) {
-      if (r.reason === 'notLeader') return this.forward(req);
+      if (r.reason === 'notLeader') return this.forward(req, owner);
       return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
     }
     this.driver.kick();
@@ -618,12 +622,12 @@ export class PalisadeNode {
   }
 
   /** Send a request to the leader over the peer link and wait for its answer. */
-  private async forward(req: Request): Promise<Answer> {
+  private async forward(req: Request, owner: string | null = null): Promise<Answer> {
     let leader = this.raft.leader;
     if (leader === null || leader === this.id) {
       await this.waitForLeader(this.cfg.raft.electionTimeoutMs * 3);
       leader = this.raft.leader;
-      if (leader === this.id) return this.handle(req, null);
+      if (leader === this.id) return this.handle(req, null, owner);
       if (leader === null) return this.unavailable('no leader elected yet; retry');
     }
     const rid = ++this.fwdCounter;
@@ -633,7 +637,7 @@ export class PalisadeNode {
         resolve(fail('TIMEOUT', `leader ${leader} did not answer within ${REQUEST_TIMEOUT_MS} ms; the outcome is unknown, retry with the same seq`));
       }, REQUEST_TIMEOUT_MS);
       this.forwarded.set(rid, { resolve, timer });
-      const frame: PeerApp = { t: 'fwd', rid, req };
+      const frame: PeerApp = { t: 'fwd', rid, req, owner };
       if (!this.peers.sendApp(leader!, frame)) {
         clearTimeout(timer);
         this.forwarded.delete(rid);
@@ -664,7 +668,7 @@ export class PalisadeNode {
         // The peer is authenticated, but it may run another version: validate again.
         const req = parseRequest(p.req);
         if (isRequestError(req)) return { ok: false, error: req.error };
-        return this.handle(req, null);
+        return this.handle(req, null, typeof p.owner === 'string' ? p.owner : null);
       };
       void run().then((ans) => this.peers.sendApp(from, { t: 'fwdRes', rid: p.rid, ans } satisfies PeerApp));
     } else if (p.t === 'removed') {
@@ -795,15 +799,6 @@ export class PalisadeNode {
       transport: { ...this.peers.stats() },
     };
   }
-}
-
-function machineConfigFrom(cfg: ClusterConfig): MachineConfig {
-  return {
-    ...DEFAULT_MACHINE_CONFIG,
-    minTtlMs: cfg.sessions.minTtlMs,
-    maxTtlMs: cfg.sessions.maxTtlMs,
-    defaultLockDelayMs: cfg.sessions.lockDelayMs,
-  };
 }
 
 function leasesOf(m: LockMachine): Iterable<{ id: number; ttlMs: number }> {

@@ -31,11 +31,17 @@ function seqFields(r: { session: number; seq: number; ackedSeq?: number }) {
   return { session: r.session, seq: r.seq, ...(r.ackedSeq !== undefined ? { ackedSeq: r.ackedSeq } : {}) };
 }
 
-/** The command a write request proposes. `now` is the leader's wall clock (ledger retention). */
-export function commandFor(r: WriteRequest, defaultTtlMs: number, now: number): Command {
+/** The command a write request proposes. `now` is the leader's wall clock (ledger retention);
+ *  `owner` the token name an opened session belongs to (null when clients are not authenticated). */
+export function commandFor(r: WriteRequest, defaultTtlMs: number, now: number, owner: string | null = null): Command {
   switch (r.op) {
     case 'openSession':
-      return { type: 'openSession', ttlMs: r.ttlMs ?? defaultTtlMs, ...(r.label !== undefined ? { label: r.label } : {}) };
+      return {
+        type: 'openSession',
+        ttlMs: r.ttlMs ?? defaultTtlMs,
+        ...(r.label !== undefined ? { label: r.label } : {}),
+        ...(owner !== null ? { owner } : {}),
+      };
     case 'closeSession':
       return { type: 'closeSession', ...seqFields(r) };
     case 'acquire':

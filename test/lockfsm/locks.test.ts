@@ -403,6 +403,7 @@ describe('reads', () => {
       id: b,
       ttlMs: 10_000,
       label: null,
+      owner: null,
       locks: [{ name: 'y', token: d.index, mode: 'shared' }],
       waits: [{ name: 'x', mode: 'exclusive' }],
       elections: [],

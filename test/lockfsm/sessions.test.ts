@@ -28,6 +28,32 @@ describe('sessions', () => {
     assert.equal(d.apply({ type: 'openSession', ttlMs: 5000, label: 'é'.repeat(SESSION_LABEL_MAX_BYTES / 2) }).result.type, 'session');
   });
 
+  it('records the owner the node stamps (the token that opened it), checked like a label', () => {
+    const d = new Driver();
+    d.apply({ type: 'openSession', ttlMs: 5000, owner: 'jobs' });
+    assert.equal(d.m.session(d.index)?.owner, 'jobs');
+    d.apply({ type: 'openSession', ttlMs: 5000 });
+    assert.equal(d.m.session(d.index)?.owner, null);
+    for (const owner of ['', 'x'.repeat(SESSION_LABEL_MAX_BYTES + 1), 7]) {
+      const bad = d.apply({ type: 'openSession', ttlMs: 5000, owner } as unknown as Command);
+      assert.equal(bad.result.type === 'error' && bad.result.code, 'INVALID_ARGUMENT', JSON.stringify(owner));
+    }
+  });
+
+  it('refuses a seq more than maxSeqAdvance above the highest so far, without acknowledging anything', () => {
+    const d = new Driver({ ...TEST_CONFIG, maxSeqAdvance: 10 });
+    const s = d.open();
+    assert.equal(d.apply({ type: 'put', session: s, seq: 1, key: 'k', value: new Uint8Array(1) }).result.type, 'written');
+    for (const [seq, ackedSeq] of [[Number.MAX_SAFE_INTEGER, undefined], [12, 11], [1000, 999]] as const) {
+      const r = d.apply({ type: 'put', session: s, seq, ...(ackedSeq ? { ackedSeq } : {}), key: 'k', value: new Uint8Array(1) });
+      assert.equal(r.result.type === 'error' && r.result.code, 'INVALID_ARGUMENT', String(seq));
+    }
+    assert.equal(d.m.session(s)?.ackedSeq, 0, 'a refused far ackedSeq acknowledged nothing');
+    assert.equal(d.apply({ type: 'put', session: s, seq: 11, key: 'k', value: new Uint8Array(1) }).result.type, 'written', 'within the window (1 + 10)');
+    assert.equal(d.apply({ type: 'put', session: s, seq: 21, ackedSeq: 11, key: 'k', value: new Uint8Array(1) }).result.type, 'written');
+    assert.equal(d.apply({ type: 'closeSession', session: s, seq: 22, ackedSeq: 21 }).result.type, 'ok');
+  });
+
   it('refuses TTLs outside the bounds or not integers', () => {
     const d = new Driver();
     for (const ttlMs of [TEST_CONFIG.minTtlMs - 1, TEST_CONFIG.maxTtlMs + 1, 1500.5, -1, Number.NaN]) {

@@ -30,6 +30,8 @@ function busyMachine(): Driver {
     result: bytes(4),
     at: 12,
   });
+  d.apply({ type: 'openSession', ttlMs: 5000, owner: 'jobs' }); // owned, no label
+  d.apply({ type: 'openSession', ttlMs: 5000, label: 'web-4:1', owner: 'batch' }); // owned and labelled
   return d;
 }
 
@@ -80,6 +82,24 @@ describe('snapshot and restore', () => {
     const index = d.index + 1;
     const cmd: Command = { type: 'expireSession', session: s2 };
     assert.deepEqual(r.apply(index, cmd), d.m.apply(index, cmd));
+  });
+
+  it('keeps session owners, and reads the session forms of older snapshots (no label, no owner)', () => {
+    const d = busyMachine();
+    const owners = [...d.m.sessions()].map((s) => [s.label, s.owner]);
+    assert.deepEqual(owners.slice(-3), [['web-3:4312', null], [null, 'jobs'], ['web-4:1', 'batch']]);
+    const r = LockMachine.restore(d.m.snapshot(), TEST_CONFIG);
+    assert.deepEqual([...r.sessions()].map((s) => [s.label, s.owner]), owners);
+    // A snapshot written before owners existed: 4- and 5-field sessions, read as unowned.
+    const packr = new Packr({ useRecords: false, variableMapSize: true, moreTypes: false });
+    const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
+    const old = new LockMachine(TEST_CONFIG);
+    old.apply(1, { type: 'openSession', ttlMs: 5000 });
+    old.apply(2, { type: 'openSession', ttlMs: 5000, label: 'l' });
+    const body = unpackr.unpack(old.snapshot()) as Record<string, unknown>;
+    assert.deepEqual((body.sessions as unknown[][]).map((t) => t.length), [4, 5], 'unowned sessions keep the older forms');
+    const back = LockMachine.restore(new Uint8Array(packr.pack(body)), TEST_CONFIG);
+    assert.deepEqual([...back.sessions()].map((s) => [s.id, s.label, s.owner]), [[1, null, null], [2, 'l', null]]);
   });
 
   it('reads Node Buffers (as storage hands them back)', () => {

@@ -2,6 +2,7 @@
 // config sections that set them.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sessionOwnerProblem } from '../../src/server/session-owner.js';
 import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, touchedNames, type Principal } from '../../src/server/auth.js';
 import { ClientGate } from '../../src/server/client-gate.js';
 import { ConfigError, validateConfig, type ClusterConfig } from '../../src/server/config.js';
@@ -37,12 +38,12 @@ function configWith(extra: Record<string, unknown>): ClusterConfig {
 }
 
 /** A machine view with fixed sessions and locks. */
-function machineView(sessions: Record<number, { locks?: string[]; waits?: string[]; elections?: string[] }>, locks: Record<string, { holders: number; waiters: number }> = {}): MachineView {
+function machineView(sessions: Record<number, { owner?: string; locks?: string[]; waits?: string[]; elections?: string[] }>, locks: Record<string, { holders: number; waiters: number }> = {}): MachineView {
   return {
     appliedIndex: 1000,
     session: (id) => {
       const s = sessions[id];
-      return s ? { locks: (s.locks ?? []).map((name) => ({ name })), waits: (s.waits ?? []).map((name) => ({ name })), elections: s.elections ?? [] } : null;
+      return s ? { owner: s.owner ?? null, locks: (s.locks ?? []).map((name) => ({ name })), waits: (s.waits ?? []).map((name) => ({ name })), elections: s.elections ?? [] } : null;
     },
     lock: (name) => {
       const l = locks[name];
@@ -121,7 +122,9 @@ describe('permissions', () => {
     const keepAlive = (session: number): Request => ({ id: 1, op: 'keepAlive', session });
     const close = (session: number): Request => ({ id: 1, op: 'closeSession', session, seq: 1 });
     assert.equal(sessionScopeProblem(jobs, keepAlive(1), view), null);
-    assert.match(sessionScopeProblem(jobs, keepAlive(2), view)?.message ?? '', /"other\/b", outside/);
+    const refusal = sessionScopeProblem(jobs, keepAlive(2), view)?.message ?? '';
+    assert.match(refusal, /outside the token's prefixes/);
+    assert.doesNotMatch(refusal, /other/, 'the refusal does not name a lock the token may not see');
     assert.equal(sessionScopeProblem(jobs, close(3), view)?.code, 'PERMISSION_DENIED');
     assert.equal(sessionScopeProblem(jobs, { id: 1, op: 'attach', session: 3 }, view)?.code, 'PERMISSION_DENIED');
     assert.equal(sessionScopeProblem(jobs, keepAlive(99), view), null, 'unknown sessions are the machine\'s to answer');
@@ -129,6 +132,24 @@ describe('permissions', () => {
     assert.match(sessionScopeProblem(reader, keepAlive(1), view)?.message ?? '', /read-only/);
     const everything: Principal = { name: 'all', prefixes: null, readOnly: false, admin: false };
     assert.equal(sessionScopeProblem(everything, close(2), view), null);
+  });
+
+  test('a session belongs to the token that opened it; admin tokens may only close others\' sessions', () => {
+    const view = machineView({ 1: { owner: 'jobs' }, 2: { owner: 'batch' }, 3: {} });
+    const ops: Principal = { name: 'ops', prefixes: null, readOnly: false, admin: true };
+    const keepAlive = (session: number) => ({ id: 1, op: 'keepAlive', session }) as const;
+    const put = (session: number) => ({ id: 1, op: 'put', session, seq: 1, key: 'jobs/k', value: new Uint8Array(1) }) as const;
+    assert.equal(sessionOwnerProblem(jobs, keepAlive(1), view), null);
+    for (const req of [keepAlive(2), { id: 1, op: 'attach', session: 2 } as const, { id: 1, op: 'closeSession', session: 2, seq: 1 } as const, put(2)]) {
+      const p = sessionOwnerProblem(jobs, req, view);
+      assert.equal(p?.code, 'PERMISSION_DENIED', req.op);
+      assert.match(p?.message ?? '', /only by the token that opened it/);
+    }
+    assert.equal(sessionOwnerProblem(jobs, keepAlive(3), view), null, 'a session opened without auth falls back to the scope rule');
+    assert.equal(sessionOwnerProblem(jobs, keepAlive(99), view), null, 'an unknown session is the machine\'s to answer');
+    assert.equal(sessionOwnerProblem(jobs, keepAlive(1001), view)?.code, 'UNKNOWN_SESSION', 'not open as of a current read');
+    assert.equal(sessionOwnerProblem(ops, { id: 1, op: 'closeSession', session: 2, seq: 1 }, view), null);
+    assert.equal(sessionOwnerProblem(ops, keepAlive(2), view)?.code, 'PERMISSION_DENIED');
   });
 
   test('events outside the prefixes are not shown', () => {
@@ -199,7 +220,7 @@ describe('the connection gate', () => {
 
   test('sessions per connection; closed or expired ones stop counting', () => {
     const alive = new Set([11, 12]);
-    const view = { appliedIndex: 11, session: (id: number) => (alive.has(id) ? { locks: [], waits: [], elections: [] } : null), lock: () => null };
+    const view = { appliedIndex: 11, session: (id: number) => (alive.has(id) ? { owner: null, locks: [], waits: [], elections: [] } : null), lock: () => null };
     const { conn } = gateFor({ limits: { maxSessionsPerConnection: 2 } }, view);
     const open: Request = { id: 1, op: 'openSession' };
     conn.observe(open, { ok: true, result: { session: 11, ttlMs: 1000 } });

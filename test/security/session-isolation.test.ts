@@ -1,0 +1,119 @@
+// Sessions belong to the token that opened them (issue 18, findings 3-5), against a real
+// 3-node cluster with tokens scoped to disjoint prefixes. Session ids are log indexes, so a
+// client can guess every one: the probes below are what a `jobs/` token tried against
+// sessions of a `batch/` token. Each fails with a clear error, its refusal names nothing
+// the prober may not see, and the victim's session keeps working.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { TestCluster } from '../integration/cluster-harness.js';
+import type { Reply } from '../integration/raw-client.js';
+import { WireClient } from './wire-client.js';
+
+const TOKENS = {
+  jobs: 'jobs-scoped-token-0123456789',
+  batch: 'batch-scoped-token-0123456789',
+  ops: 'admin-token-for-ops-0123456789',
+};
+
+function refused(r: Reply, code: string, what: string): string {
+  assert.ok(!r.ok, `${what}: expected ${code}, got ${JSON.stringify(r)}`);
+  assert.equal(r.error.code, code, `${what}: ${r.error.message}`);
+  return r.error.message;
+}
+
+describe('sessions belong to the token that opened them', () => {
+  let c: TestCluster;
+
+  before(async () => {
+    c = await TestCluster.started({
+      credentials: { token: TOKENS.ops },
+      extraConfig: {
+        auth: {
+          tokens: [
+            { name: 'jobs', token: TOKENS.jobs, prefixes: ['jobs/'] },
+            { name: 'batch', token: TOKENS.batch, prefixes: ['batch/'] },
+            { name: 'ops', token: TOKENS.ops, admin: true },
+          ],
+        },
+      },
+    });
+  });
+
+  after(async () => {
+    await c?.stop();
+  });
+
+  test('another token cannot attach, keep alive, close or write on a session, on any node; the victim keeps it', async () => {
+    // The victim on one node, the prober on every node (followers forward to the leader).
+    const batch = await WireClient.authenticated(c.endpoints[0]!, TOKENS.batch);
+    const probers = await Promise.all(c.endpoints.map((u) => WireClient.authenticated(u, TOKENS.jobs)));
+    try {
+      const idle = await batch.openSession();
+      const holding = await batch.openSession();
+      const writer = await batch.openSession();
+      const grant = await batch.sequenced(holding, { op: 'acquire', name: 'batch/ledger', mode: 'exclusive', wait: false });
+      assert.ok(grant.ok && grant.result.status === 'granted');
+
+      for (const jobs of probers) {
+        for (const session of [idle, holding, writer]) {
+          const probes: Record<string, unknown>[] = [
+            { op: 'attach', session },
+            { op: 'keepAlive', session },
+            { op: 'closeSession', session, seq: 1 },
+            { op: 'put', session, seq: Number.MAX_SAFE_INTEGER, key: 'jobs/x', value: new Uint8Array([1]) },
+            { op: 'acquire', session, seq: 2, name: 'jobs/anything', mode: 'exclusive', wait: false },
+            { op: 'cancelWait', session, seq: 3, name: 'jobs/anything' },
+          ];
+          for (const body of probes) {
+            const message = refused(await jobs.call(body), 'PERMISSION_DENIED', `${String(body.op)} on session ${session}`);
+            assert.match(message, /only by the token that opened it/);
+            assert.doesNotMatch(message, /batch\//, 'the refusal names no lock of the other token');
+          }
+        }
+      }
+
+      // The victim's sessions are untouched: the seq the prober tried did not poison them,
+      // the idle one is still open, and each can still write, keep alive and close.
+      assert.ok((await batch.call({ op: 'keepAlive', session: idle })).ok);
+      const put = await batch.sequenced(writer, { op: 'put', key: 'batch/k', value: new Uint8Array([2]) });
+      assert.ok(put.ok, JSON.stringify(put));
+      const rel = await batch.sequenced(holding, { op: 'release', name: 'batch/ledger', token: grant.ok ? grant.result.token : 0 });
+      assert.ok(rel.ok, JSON.stringify(rel));
+      for (const s of [idle, holding, writer]) assert.ok((await batch.sequenced(s, { op: 'closeSession' })).ok, `close ${s}`);
+    } finally {
+      batch.close();
+      for (const p of probers) p.close();
+    }
+  });
+
+  test('a seq far above the last one is refused, and the session goes on', async () => {
+    const batch = await WireClient.authenticated(c.endpoints[1]!, TOKENS.batch);
+    try {
+      const s = await batch.openSession();
+      assert.ok((await batch.call({ op: 'put', session: s, seq: 1, key: 'batch/a', value: new Uint8Array([1]) })).ok);
+      const far = await batch.call({ op: 'put', session: s, seq: Number.MAX_SAFE_INTEGER, key: 'batch/a', value: new Uint8Array([1]) });
+      assert.match(refused(far, 'INVALID_ARGUMENT', 'seq 2^53-1'), /above its highest seq/);
+      const acked = await batch.call({ op: 'put', session: s, seq: 5_000_000, ackedSeq: 4_999_999, key: 'batch/a', value: new Uint8Array([1]) });
+      refused(acked, 'INVALID_ARGUMENT', 'a far seq with a far ackedSeq');
+      assert.ok((await batch.call({ op: 'put', session: s, seq: 2, ackedSeq: 1, key: 'batch/a', value: new Uint8Array([3]) })).ok);
+      assert.ok((await batch.call({ op: 'closeSession', session: s, seq: 3, ackedSeq: 2 })).ok);
+    } finally {
+      batch.close();
+    }
+  });
+
+  test('an admin token may close another token\'s session (eviction), but not use it', async () => {
+    const batch = await WireClient.authenticated(c.endpoints[0]!, TOKENS.batch);
+    const ops = await WireClient.authenticated(c.endpoints[2]!, TOKENS.ops);
+    try {
+      const s = await batch.openSession();
+      refused(await ops.call({ op: 'keepAlive', session: s }), 'PERMISSION_DENIED', 'admin keepAlive');
+      refused(await ops.call({ op: 'put', session: s, seq: 1, key: 'batch/z', value: new Uint8Array([1]) }), 'PERMISSION_DENIED', 'admin put');
+      assert.ok((await ops.call({ op: 'closeSession', session: s, seq: 1 })).ok);
+      refused(await batch.call({ op: 'keepAlive', session: s }), 'UNKNOWN_SESSION', 'the evicted session');
+    } finally {
+      batch.close();
+      ops.close();
+    }
+  });
+});
