@@ -137,26 +137,24 @@ describe('a cluster with authentication, TLS and limits', () => {
     }
   });
 
-  test('another scope\'s session cannot be used, and events outside a token\'s prefixes are not pushed to it', async () => {
+  test('another token\'s session cannot be used, whether it holds something or nothing', async () => {
     const full = await connect(TOKENS.full);
     const jobs = await connect(TOKENS.jobs);
     try {
       const holder = await full.openSession();
-      const waiter = await full.openSession();
+      const idle = await full.openSession();
       const g = await full.sequenced(holder, { op: 'acquire', name: 'other/evt', mode: 'exclusive', wait: false });
       assert.ok(g.ok);
-      // A session that holds a lock outside jobs/ cannot be closed, kept alive or attached by the jobs token.
-      for (const body of [{ op: 'attach', session: holder }, { op: 'keepAlive', session: holder }, { op: 'closeSession', session: holder, seq: 99 }]) {
-        const r = await jobs.call(body);
-        assert.ok(!r.ok && r.error.code === 'PERMISSION_DENIED', JSON.stringify(body));
+      // Sessions belong to the token that opened them (docs/security.md): neither one can be
+      // closed, kept alive or attached by the jobs token, and the refusal names no lock.
+      for (const session of [holder, idle]) {
+        for (const body of [{ op: 'attach', session }, { op: 'keepAlive', session }, { op: 'closeSession', session, seq: 99 }]) {
+          const r = await jobs.call(body);
+          assert.ok(!r.ok && r.error.code === 'PERMISSION_DENIED', JSON.stringify(body));
+          assert.doesNotMatch(r.error.message, /other\/evt/);
+        }
       }
-      // An empty session can be (sessions are capabilities, docs/security.md)...
-      assert.ok((await jobs.call({ op: 'attach', session: waiter })).ok);
-      assert.equal((await full.sequenced(waiter, { op: 'acquire', name: 'other/evt', mode: 'exclusive', wait: true })).ok, true);
       assert.ok((await full.sequenced(holder, { op: 'release', name: 'other/evt', token: g.ok ? g.result.token : 0 })).ok);
-      await until(() => full.events.some((e) => e.event === 'granted' && e.name === 'other/evt'), 5000, 'the grant event');
-      await sleep(200);
-      // ...but what it then does outside jobs/ is not shown to the jobs token.
       assert.deepEqual(jobs.events.filter((e) => 'name' in e && e.name === 'other/evt'), []);
     } finally {
       full.close();
