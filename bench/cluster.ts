@@ -3,16 +3,15 @@
 // on, and the Raft timing of the project's cluster.config.json (tick 10 ms, heartbeat 50 ms,
 // election 300 ms). The client-port limits that protect a node from one client address are
 // lifted, because every bench client connects from 127.0.0.1 (see docs/benchmarks.md).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { ROOT, freePorts, logTail, signalNode, startNode } from '../test/support/node-process.js';
 import { epochMs, sleep } from './lib/clock.js';
 import { nodeStatus, type BenchNode, type NodeCounters } from './lib/node-sampler.js';
 
-export const ROOT = resolve(import.meta.dirname, '..');
-export const CLI = join(ROOT, 'dist/cli/main.js');
+export { CLI, ROOT } from '../test/support/node-process.js';
 
 /** Limits lifted for the bench: all its clients share one address and many sessions share a connection. */
 export const BENCH_LIMITS = {
@@ -44,34 +43,6 @@ export function projectTiming(): ClusterTiming {
   };
 }
 
-/**
- * Several distinct free ports, held open together while they are picked. They are drawn
- * below the kernel's ephemeral range (net.ipv4.ip_local_port_range, usually from 32768), so
- * that neither the source port of some outgoing connection nor another suite's listen(0)
- * takes one between our check and the node's listen.
- */
-async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  const ports: number[] = [];
-  try {
-    while (ports.length < count) {
-      const port = 20_000 + Math.floor(Math.random() * 12_000);
-      if (ports.includes(port)) continue;
-      const s = createServer();
-      const ok = await new Promise<boolean>((res) => {
-        s.once('error', () => res(false));
-        s.listen(port, '127.0.0.1', () => res(true));
-      });
-      if (!ok) continue;
-      servers.push(s);
-      ports.push(port);
-    }
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((res) => s.close(() => res()))));
-  }
-  return ports;
-}
-
 /** Every node process this process started and that still runs, and every cluster folder
  *  not yet removed: none outlives us, even when we are interrupted. */
 const running = new Set<ChildProcess>();
@@ -79,7 +50,6 @@ const folders = new Set<string>();
 export function killAllNodes(): void {
   for (const p of running) p.kill('SIGKILL');
 }
-process.once('exit', killAllNodes);
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.once(sig, () => {
     killAllNodes();
@@ -174,24 +144,13 @@ export class BenchCluster {
   /** Start one node on its data directory; resolves once its client port answers. */
   async start(id: string): Promise<void> {
     const spec = this.spec(id);
-    const log = openSync(join(this.dir, `${id}.log`), 'a');
-    const p = spawn(process.execPath, [CLI, 'serve', '--config', this.configPath, '--id', id, '--log-level', 'info'], {
-      stdio: ['ignore', log, log],
-    });
-    closeSync(log);
+    const p = await startNode({ id, configPath: this.configPath, logPath: join(this.dir, `${id}.log`), clientUrl: spec.clientUrl });
     this.procs.set(id, p);
     running.add(p);
     p.once('exit', () => {
       running.delete(p);
       if (this.procs.get(id) === p) this.procs.delete(id);
     });
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      if (p.exitCode !== null || p.signalCode !== null) throw new Error(`node ${id} exited at start-up:\n${this.logTail(id)}`);
-      if (await nodeStatus(spec.clientUrl, 500)) return;
-      if (Date.now() > deadline) throw new Error(`node ${id} did not come up:\n${this.logTail(id)}`);
-      await sleep(50);
-    }
   }
 
   /** SIGKILL a node; resolves with the time the signal was sent, once the process is gone. */
@@ -238,23 +197,11 @@ export class BenchCluster {
   }
 
   logTail(id: string, chars = 2_000): string {
-    try {
-      return readFileSync(join(this.dir, `${id}.log`), 'utf8').slice(-chars);
-    } catch {
-      return '';
-    }
+    return logTail(join(this.dir, `${id}.log`), chars);
   }
 
   async stop(options: { keepData?: boolean } = {}): Promise<void> {
-    await Promise.all(
-      [...this.procs.values()].map(
-        (p) =>
-          new Promise<void>((res) => {
-            p.once('exit', () => res());
-            p.kill('SIGKILL');
-          }),
-      ),
-    );
+    await Promise.all([...this.procs.values()].map((p) => signalNode(p, 'SIGKILL')));
     folders.delete(this.dir);
     if (!options.keepData) rmSync(this.dir, { recursive: true, force: true });
   }

@@ -2,13 +2,12 @@
 // integration harness, every node gets a config file of its own, in which the peerUrl of
 // every other node is a fault proxy dedicated to that directed pair (see proxy.ts): the
 // nemesis can then cut any link silently. Client URLs stay direct.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, closeSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rpc } from '../../src/transport/rpc.js';
 import type { NodeStatus } from '../../src/transport/client-protocol.js';
-import { createServer, type Server } from 'node:net';
-import { CLI, sleep } from '../integration/cluster-harness.js';
+import { CLI, agreedLeader, freePorts, signalNode, sleep, startNode } from '../support/node-process.js';
 import { ProxyMesh } from './proxy.js';
 
 export interface ClusterTiming {
@@ -35,8 +34,6 @@ interface NodeSpec {
   readonly configPath: string;
 }
 
-const START_TIMEOUT_MS = 20_000;
-
 export class ChaosCluster {
   readonly ids: readonly string[];
   readonly mesh: ProxyMesh;
@@ -60,7 +57,7 @@ export class ChaosCluster {
     // Every port of the cluster at once, so that no two are the same: a proxy listening on
     // "any free port" could take a node's port before the node starts.
     const n = options.nodes;
-    const ports = await distinctFreePorts(2 * n + n * (n - 1));
+    const ports = await freePorts(2 * n + n * (n - 1));
     const take = (): number => ports.pop()!;
     const specs: NodeSpec[] = [];
     for (let i = 1; i <= n; i++) {
@@ -115,33 +112,12 @@ export class ChaosCluster {
   /** Starts a node; resolves once its client port answers. */
   async start(id: string): Promise<void> {
     const spec = this.spec(id);
-    const log = openSync(join(this.logDir, `${id}.log`), 'a');
-    const p = spawn(process.execPath, [this.cli, 'serve', '--config', spec.configPath, '--id', id, '--log-level', 'info'], {
-      stdio: ['ignore', log, log],
-    });
-    closeSync(log);
+    const p = await startNode({ id, configPath: spec.configPath, logPath: join(this.logDir, `${id}.log`), clientUrl: spec.clientUrl, cli: this.cli });
     this.procs.set(id, p);
-    p.on('exit', () => {
+    p.once('exit', () => {
       if (this.procs.get(id) === p) this.procs.delete(id);
       this.paused.delete(id);
     });
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    let lastError = '';
-    for (;;) {
-      if (p.exitCode !== null || p.signalCode !== null) {
-        throw new Error(`node ${id} exited at start-up (${p.signalCode ?? `code ${p.exitCode}`}; see ${id}.log)`);
-      }
-      try {
-        await rpc<NodeStatus>(spec.clientUrl, { op: 'status' }, 1_000);
-        return;
-      } catch (e) {
-        lastError = e instanceof Error ? e.message : String(e);
-      }
-      if (Date.now() > deadline) {
-        throw new Error(`node ${id} (pid ${p.pid}, still running) did not answer status within ${START_TIMEOUT_MS} ms: ${lastError} (see ${id}.log)`);
-      }
-      await sleep(50);
-    }
   }
 
   async startAll(): Promise<void> {
@@ -151,10 +127,7 @@ export class ChaosCluster {
   /** SIGKILL; resolves once the process is gone. */
   async kill(id: string): Promise<void> {
     const p = this.procs.get(id);
-    if (!p) return;
-    const exited = new Promise<void>((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', () => r())));
-    p.kill('SIGKILL');
-    await exited;
+    if (p) await signalNode(p, 'SIGKILL');
   }
 
   pause(id: string): void {
@@ -195,8 +168,8 @@ export class ChaosCluster {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const ss = await this.statuses(500);
-      const leader = ss.find((s) => s.role === 'leader');
-      if (leader && ss.length === this.responsive.length && ss.every((s) => s.leader === leader.id && s.term === leader.term)) return leader.id;
+      const leader = agreedLeader(ss);
+      if (leader !== null && ss.length === this.responsive.length) return leader;
       if (Date.now() > deadline) throw new Error(`no agreed leader within ${timeoutMs} ms: ${JSON.stringify(ss.map((s) => [s.id, s.role, s.term, s.leader]))}`);
       await sleep(50);
     }
@@ -219,23 +192,5 @@ export class ChaosCluster {
     const s = this.specs.get(id);
     if (!s) throw new Error(`no node ${id}`);
     return s;
-  }
-}
-
-/** `count` distinct ports that were free a moment ago (all held open together, then released). */
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    for (let i = 0; i < count; i++) {
-      const server = createServer();
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', () => resolve());
-      });
-      servers.push(server);
-    }
-    return servers.map((s) => (s.address() as { port: number }).port);
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
   }
 }

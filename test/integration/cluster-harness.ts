@@ -1,27 +1,14 @@
 // Real `palisade serve` processes on 127.0.0.1 with real LevelDB in a temp folder, for
 // integration tests. Ports are picked free by the OS, so suites can run side by side.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, openSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { rpc, type RpcCredentials } from '../../src/transport/rpc.js';
 import type { NodeStatus } from '../../src/transport/client-protocol.js';
+import { agreedLeader, freePort, logTail, signalNode, sleep, startNode } from '../support/node-process.js';
 
-export const ROOT = resolve(import.meta.dirname, '../..');
-export const CLI = join(ROOT, 'dist/cli/main.js');
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.unref();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (typeof a === 'object' && a ? res(a.port) : rej(new Error('no port'))));
-    });
-  });
-}
+export { CLI, ROOT, freePort, sleep, until } from '../support/node-process.js';
 
 export interface HarnessOptions {
   nodes?: number;
@@ -147,26 +134,21 @@ export class TestCluster {
 
   /** Start one node; resolves once its client port answers. */
   async start(id: string, opts: { join?: string[] } = {}): Promise<ChildProcess> {
-    const log = openSync(join(this.dir, `${id}.log`), 'a');
-    const join_ = opts.join ? ['--join', opts.join.join(',')] : [];
-    const p = spawn(process.execPath, [CLI, 'serve', '--config', this.configFile(id), '--id', id, '--log-level', 'info', ...join_], {
-      stdio: ['ignore', log, log],
+    const p = await startNode({
+      id,
+      configPath: this.configFile(id),
+      logPath: join(this.dir, `${id}.log`),
+      clientUrl: this.node(id).clientUrl,
+      args: opts.join ? ['--join', opts.join.join(',')] : [],
+      credentials: this.credentials,
+      startTimeoutMs: 15_000,
     });
     this.procs.set(id, p);
-    p.on('exit', () => {
+    p.once('exit', () => {
       if (this.procs.get(id) === p) this.procs.delete(id);
     });
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      if (p.exitCode !== null) throw new Error(`node ${id} exited at start-up:\n${this.logOf(id).slice(-2000)}`);
-      try {
-        await rpc(this.node(id).clientUrl, { op: 'status' }, 500, this.credentials);
-        return p;
-      } catch {
-        if (Date.now() > deadline) throw new Error(`node ${id} did not come up`);
-        await sleep(50);
-      }
-    }
+    if (p.exitCode !== null || p.signalCode !== null) this.procs.delete(id);
+    return p;
   }
 
   async startAll(): Promise<void> {
@@ -174,11 +156,7 @@ export class TestCluster {
   }
 
   logOf(id: string): string {
-    try {
-      return readFileSync(join(this.dir, `${id}.log`), 'utf8');
-    } catch {
-      return '';
-    }
+    return logTail(join(this.dir, `${id}.log`), Infinity);
   }
 
   pid(id: string): number {
@@ -190,14 +168,7 @@ export class TestCluster {
   /** Send a signal; for SIGKILL/SIGTERM resolve once the process has exited. */
   async signal(id: string, sig: NodeJS.Signals): Promise<void> {
     const p = this.procs.get(id);
-    if (!p) return;
-    if (sig === 'SIGKILL' || sig === 'SIGTERM') {
-      const exited = new Promise<void>((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', () => r())));
-      p.kill(sig);
-      await exited;
-    } else {
-      p.kill(sig);
-    }
+    if (p) await signalNode(p, sig);
   }
 
   async status(id: string): Promise<NodeStatus | null> {
@@ -217,11 +188,8 @@ export class TestCluster {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const ss = (await this.statuses()).filter((s): s is NodeStatus => s !== null);
-      const leaders = ss.filter((s) => s.role === 'leader' && !exclude.includes(s.id));
-      if (leaders.length === 1) {
-        const l = leaders[0]!;
-        if (ss.every((s) => s.leader === l.id && s.term === l.term)) return l.id;
-      }
+      const leader = agreedLeader(ss);
+      if (leader !== null && !exclude.includes(leader)) return leader;
       if (Date.now() > deadline) throw new Error(`no agreed leader within ${timeoutMs} ms: ${JSON.stringify(ss)}`);
       await sleep(25);
     }
@@ -230,20 +198,5 @@ export class TestCluster {
   async stop(): Promise<void> {
     await Promise.all([...this.procs.keys()].map((id) => this.signal(id, 'SIGKILL')));
     if (!process.env.KEEP_TEST_DATA) rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Poll `fn` until it returns a truthy value (an event-free condition on another process). */
-export async function until<T>(fn: () => Promise<T> | T, timeoutMs: number, what: string): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
   }
 }

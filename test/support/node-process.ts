@@ -1,0 +1,139 @@
+// What every harness that runs real `palisade serve` processes needs, written once: free
+// ports, starting a node with its log in a file, waiting until its client port answers,
+// stopping it, and reading an agreed leader off the nodes' statuses. The integration
+// harness (test/integration/cluster-harness.ts), the chaos cluster (test/chaos/cluster.ts)
+// and the bench cluster (bench/cluster.ts) differ only in the configs they write.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join, resolve } from 'node:path';
+import { rpc, type RpcCredentials } from '../../src/transport/rpc.js';
+import type { NodeStatus } from '../../src/transport/client-protocol.js';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+/** The built entry point (`npm run build`): the nodes run what a user runs. */
+export const CLI = join(ROOT, 'dist/cli/main.js');
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * `count` distinct ports, free a moment ago, all held open together while they are picked so
+ * that no two are the same. They are drawn below the kernel's ephemeral range (usually from
+ * 32768), so that neither the source port of an outgoing connection nor another suite's
+ * listen(0) takes one between our check and the node's listen.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  const ports: number[] = [];
+  try {
+    while (ports.length < count) {
+      const port = 20_000 + Math.floor(Math.random() * 12_000);
+      if (ports.includes(port)) continue;
+      const s = createServer();
+      const ok = await new Promise<boolean>((res) => {
+        s.once('error', () => res(false));
+        s.listen(port, '127.0.0.1', () => res(true));
+      });
+      if (!ok) continue;
+      servers.push(s);
+      ports.push(port);
+    }
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((res) => s.close(() => res()))));
+  }
+  return ports;
+}
+
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0]!;
+}
+
+/** Every node process started through here that still runs: none outlives the test process. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
+});
+
+export interface NodeLaunch {
+  readonly id: string;
+  readonly configPath: string;
+  /** The node's stdout and stderr are appended here. */
+  readonly logPath: string;
+  readonly clientUrl: string;
+  readonly args?: readonly string[];
+  readonly cli?: string;
+  readonly credentials?: RpcCredentials;
+  readonly startTimeoutMs?: number;
+}
+
+/** Starts `palisade serve` for one node; resolves once its client port answers `status`. */
+export async function startNode(l: NodeLaunch): Promise<ChildProcess> {
+  const log = openSync(l.logPath, 'a');
+  const p = spawn(process.execPath, [l.cli ?? CLI, 'serve', '--config', l.configPath, '--id', l.id, '--log-level', 'info', ...(l.args ?? [])], {
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  running.add(p);
+  p.once('exit', () => running.delete(p));
+  const timeoutMs = l.startTimeoutMs ?? 20_000;
+  const deadline = Date.now() + timeoutMs;
+  let lastError = '';
+  for (;;) {
+    if (p.exitCode !== null || p.signalCode !== null) {
+      throw new Error(`node ${l.id} exited at start-up (${p.signalCode ?? `code ${p.exitCode}`}):\n${logTail(l.logPath)}`);
+    }
+    try {
+      await rpc<NodeStatus>(l.clientUrl, { op: 'status' }, 1_000, l.credentials ?? {});
+      return p;
+    } catch (e) {
+      lastError = e instanceof Error ? e.message : String(e);
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`node ${l.id} (pid ${p.pid}, still running) did not answer status within ${timeoutMs} ms: ${lastError}\n${logTail(l.logPath)}`);
+    }
+    await sleep(50);
+  }
+}
+
+/** Sends `sig`; resolves once the process has exited (SIGKILL and SIGTERM) or at once. */
+export async function signalNode(p: ChildProcess, sig: NodeJS.Signals): Promise<void> {
+  const gone = p.exitCode !== null || p.signalCode !== null;
+  if (sig !== 'SIGKILL' && sig !== 'SIGTERM') {
+    if (!gone) p.kill(sig);
+    return;
+  }
+  if (gone) return;
+  const exited = new Promise<void>((r) => p.once('exit', () => r()));
+  p.kill(sig);
+  await exited;
+}
+
+export function logTail(path: string, chars = 2_000): string {
+  try {
+    return readFileSync(path, 'utf8').slice(-chars);
+  } catch {
+    return '';
+  }
+}
+
+/** The one leader every answering node names in the same term, or null. */
+export function agreedLeader(statuses: readonly (Pick<NodeStatus, 'role' | 'leader' | 'term' | 'id'> | null)[]): string | null {
+  const ss = statuses.filter((s) => s !== null);
+  const leaders = ss.filter((s) => s.role === 'leader');
+  if (leaders.length !== 1) return null;
+  const l = leaders[0]!;
+  return ss.every((s) => s.leader === l.id && s.term === l.term) ? l.id : null;
+}
+
+/** Poll `fn` until it returns a truthy value (a condition on another process, which sends no event). */
+export async function until<T>(fn: () => Promise<T> | T, timeoutMs: number, what: string): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
