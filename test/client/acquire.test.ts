@@ -17,7 +17,7 @@ test('a granted event that arrives before the queued answer is kept and used', a
     if (req.op !== 'acquire' || req.session !== waiterSession) return undefined;
     const queued = cluster.apply(req, conn); // queued at some index q
     queuedIndex = (queued as { result: { index: number } }).result.index;
-    cluster.free('e', 'release'); // the holder leaves: granted{index > q} is pushed now...
+    cluster.free('e', 'expire'); // the holder's lease ends: granted{index > q} is pushed now...
     return queued; // ...and the queued answer only after it
   };
   const lock = await waiter.acquire('e', { waitMs: 2000 });

@@ -271,7 +271,7 @@ export class FakeCluster {
         const index = ++this.index;
         if (lock.holder === null) {
           lock.holder = { session, token: index, mode };
-          queueMicrotask(() => this.push({ event: 'granted', index, session, name, token: index, mode }));
+          // As the node does: an immediate grant is told by the answer, not pushed again.
           return { ok: true, result: { status: 'granted', token: index, index } };
         }
         if (!r.wait) return { ok: true, result: { status: 'busy', holders: [lock.holder], index } };
@@ -399,7 +399,9 @@ export class FakeCluster {
     if (!lock?.holder) return;
     const h = lock.holder;
     lock.holder = null;
-    this.push({ event: 'released', index: ++this.index, session: h.session, name, token: h.token, reason });
+    const index = ++this.index;
+    // The holder's own release is told by its answer; a close or an expiry is pushed.
+    if (reason !== 'release') this.push({ event: 'released', index, session: h.session, name, token: h.token, reason });
     const next = lock.waiters.shift();
     if (next) {
       const token = ++this.index;
