@@ -121,6 +121,17 @@ export class Progress {
    * match (computed from its conflict index/term). Returns false for a stale rejection.
    */
   maybeDecrTo(rejected: number, hint: number): boolean {
+    if (this.state !== 'snapshot' && rejected <= this.match && hint < this.match) {
+      // The follower no longer holds what it acknowledged: its log went backwards (a lost or
+      // truncated disk), or this is a reordered answer from before it caught up. etcd treats
+      // it as stale and ignores it, which leaves a regressed follower stuck forever (probed
+      // at match+1, rejecting each time). Forget the match and probe from its hint: if the
+      // rejection was merely stale, the probe is answered at once and match comes back.
+      this.becomeProbe();
+      this.match = 0;
+      this.next = Math.max(1, hint + 1);
+      return true;
+    }
     if (this.state === 'replicate') {
       // Stale: we already know the follower matches at or beyond `rejected`.
       if (rejected <= this.match) return false;

@@ -540,6 +540,20 @@ export class RaftNode {
         // The leader sends min(its commit, our match), never beyond what we hold.
         this.log.commitTo(Math.min(m.commit ?? 0, this.log.lastIndex()));
         this.send({ type: 'heartbeatResp', to: m.from, term: this.termValue, ...(m.context ? { context: m.context } : {}) });
+        if ((m.commit ?? 0) > this.log.lastIndex()) {
+          // The leader believes we hold up to at least this commit, and we do not: our log
+          // went backwards (a lost or truncated disk). Say so as a rejection, or an idle
+          // leader would never notice and never send us what we lost.
+          this.send({
+            type: 'appResp',
+            to: m.from,
+            term: this.termValue,
+            index: m.commit!,
+            reject: true,
+            rejectHint: this.log.lastIndex(),
+            rejectTerm: this.log.lastTerm(),
+          });
+        }
         return;
       case 'snap':
         this.electionElapsed = 0;

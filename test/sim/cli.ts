@@ -5,6 +5,8 @@
 //   --steps     simulated steps of the faulty phase (default 4000)
 //   --trace     print each run's events (elections, partitions, crashes, commits)
 //   --plant     run a deliberately wrong driver (acksBeforeWrite) to see the checker catch it
+//   --storage-faults protected|unprotected   a restarted node may come back with a shorter
+//               log than it acknowledged or no data; protected: it refuses to start
 import { DEFAULT_STEPS, nodesFor, replayCommand, runSeed, type PlantedBug, type SimResult } from './cluster.js';
 import { repairScenario } from './diverge.js';
 import { Prng } from './prng.js';
@@ -49,6 +51,9 @@ function main(): void {
   const plantArg = arg('plant');
   if (plantArg !== undefined && plantArg !== 'acksBeforeWrite') throw new Error(`--plant must be acksBeforeWrite, got ${plantArg}`);
   const plant: PlantedBug | undefined = plantArg;
+  const sf = arg('storage-faults');
+  if (sf !== undefined && sf !== 'protected' && sf !== 'unprotected') throw new Error('--storage-faults must be protected or unprotected');
+  const storageFaults = sf as 'protected' | 'unprotected' | undefined;
 
   const t0 = Date.now();
   const results: SimResult[] = [];
@@ -56,12 +61,12 @@ function main(): void {
   for (let seed = start; seed < start + count; seed++) {
     const nodes = nodesArg ?? nodesFor(seed);
     if (trace) console.log(`--- seed ${seed}, ${nodes} nodes, ${steps} steps ---`);
-    const r = runSeed({ seed, nodes, steps, trace, ...(plant ? { plant } : {}) });
+    const r = runSeed({ seed, nodes, steps, trace, ...(plant ? { plant } : {}), ...(storageFaults ? { storageFaults } : {}) });
     results.push(r);
     if (r.violation) {
       failures.push(r);
       console.log(`VIOLATION seed ${seed}: ${r.violation}`);
-      console.log(`  replay: ${replayCommand(r, steps, plant)}`);
+      console.log(`  replay: ${replayCommand(r, steps, plant, storageFaults)}`);
     }
     if (!trace && count >= 100 && (seed - start + 1) % Math.max(1, Math.floor(count / 20)) === 0) {
       console.error(`  ... ${seed - start + 1}/${count} seeds, ${failures.length} violations, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
@@ -96,6 +101,7 @@ function main(): void {
   console.log(`reads served / dropped:  ${sum((r) => r.readsServed)} / ${sum((r) => r.readsDropped)}`);
   console.log(`elections (terms with a leader): ${sum((r) => r.elections)}; crashes: ${sum((r) => r.crashes)}`);
   console.log(`snapshots sent / installed: ${sum((r) => r.snapshotsSent)} / ${sum((r) => r.snapshotsInstalled)}; membership changes proposed: ${sum((r) => r.confChanges)}`);
+  if (storageFaults) console.log(`storage faults (${storageFaults}): ${sum((r) => r.storageFaults)} damaged restarts, ${sum((r) => r.refusedStarts)} refused to start`);
   console.log(`simulated steps:         ${sum((r) => r.steps)} (${sum((r) => r.virtualTicks)} ticks)`);
   process.exitCode = failures.length ? 1 : 0;
 }

@@ -30,6 +30,11 @@ export interface SimOptions {
   machine?: SimMachines;
   /** A deliberately wrong driver, to show the simulator catches it (see plantedOrdering). */
   plant?: PlantedBug;
+  /** Storage faults: a restarted node may come back with a shorter log than it acknowledged
+   *  or with no data at all. 'protected' models the server's checks (watermark, storage
+   *  identity): such a node refuses to start. 'unprotected' lets it run on what is left, to
+   *  show what the checks prevent. Default: none (and the seed's other choices unchanged). */
+  storageFaults?: 'protected' | 'unprotected';
 }
 
 /** `acksBeforeWrite`: every message leaves before the Ready's write, votes and append
@@ -94,9 +99,12 @@ export interface SimResult {
   snapshotsInstalled: number;
   confChanges: number;
   virtualTicks: number;
+  /** Nodes restarted on a damaged store (storageFaults), and how many refused to start. */
+  storageFaults: number;
+  refusedStarts: number;
 }
 
-type NodeState = 'up' | 'down' | 'paused' | 'off';
+type NodeState = 'up' | 'down' | 'paused' | 'off' | 'refused';
 type CrashPoint = 'beforePersist' | 'afterPersist' | 'afterSend';
 
 class SimNode {
@@ -203,10 +211,14 @@ export class Sim {
 
   // results
   readonly result: SimResult;
+  /** Storage-fault choices draw from their own stream, so that a run in which no store is
+   *  damaged is the very run the seed gives without storage faults. */
+  private readonly storageRng: Prng;
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Prng(opts.seed);
     this.plant = opts.plant;
+    this.storageRng = new Prng(opts.seed ^ 0x5707a6e);
     this.machines = opts.machine ?? HASH_MACHINES;
     const r = this.rng;
     this.electionTicks = 10;
@@ -245,6 +257,8 @@ export class Sim {
       snapshotsInstalled: 0,
       confChanges: 0,
       virtualTicks: 0,
+      storageFaults: 0,
+      refusedStarts: 0,
     };
     for (const id of ids) this.addNode(id);
   }
@@ -321,8 +335,49 @@ export class Sim {
 
   private restart(n: SimNode): void {
     if (n.state !== 'down') return;
+    if (this.opts.storageFaults && this.faultPhase && this.damageStore(n)) return;
     this.log(`RESTART ${n.id} from store: term ${n.store.hardState.term}, vote ${n.store.hardState.vote}, snapshot ${n.store.snapshotIndex}, last ${n.store.lastIndex()}`);
     this.start(n);
+  }
+
+  /**
+   * Maybe damage a crashed node's store before it restarts: at most one node per run, and
+   * only in runs without membership changes (so that one node refusing to start still
+   * leaves a majority of the one configuration). Returns true when the node refused.
+   */
+  private damageStore(n: SimNode): boolean {
+    const r = this.storageRng;
+    if (this.membership || this.result.storageFaults > 0 || !r.chance(0.25)) return false;
+    const st = n.store;
+    const watermark = st.watermark;
+    let what: string;
+    let detected: boolean;
+    if (r.chance(0.5) || st.lastIndex() <= st.snapshotIndex) {
+      // A lost disk: no log, no hard state, no snapshot, no watermark. The server finds it
+      // through its storage identity (the peers know the one this node voted with).
+      n.store.hardState = { term: 0, vote: null, commit: 0 };
+      n.store.snapshot = null;
+      n.store.entries = [];
+      n.store.watermark = 0;
+      what = `wiped (had last ${watermark})`;
+      detected = true;
+    } else {
+      // A truncated log: a random part of its tail is gone; hard state and watermark stay.
+      const keep = r.int(st.entries.length);
+      st.entries.length = keep;
+      st.hardState = { ...st.hardState, commit: Math.min(st.hardState.commit, st.lastIndex()) };
+      what = `log truncated to ${st.lastIndex()} (acknowledged ${watermark})`;
+      detected = st.lastIndex() < st.watermark;
+    }
+    this.result.storageFaults++;
+    if (this.opts.storageFaults === 'protected' && detected) {
+      this.log(`STORAGE ${n.id} ${what}: refuses to start`);
+      this.result.refusedStarts++;
+      n.state = 'refused';
+      return true;
+    }
+    this.log(`STORAGE ${n.id} ${what}: starts on what is left`);
+    return false;
   }
 
   private pause(n: SimNode, ticks: number): void {
@@ -637,7 +692,8 @@ export class Sim {
     this.slowLinks.clear();
     // Liveness must hold with a majority, not only with everyone: in some runs a minority
     // of voters stays down for good (a minority in every configuration a live node holds).
-    const downForGood = this.rng.chance(0.3) ? this.pickMinority() : new Set<NodeId>();
+    const refused = [...this.nodes.values()].some((n) => n.state === 'refused');
+    const downForGood = this.rng.chance(0.3) && !refused ? this.pickMinority() : new Set<NodeId>();
     for (const n of this.nodes.values()) {
       n.crashAt = null;
       if (downForGood.has(n.id)) this.crash(n, 'for good');
@@ -1008,6 +1064,6 @@ export function nodesFor(seed: number): number {
   return seed % 2 === 0 ? 3 : 5;
 }
 
-export function replayCommand(r: Pick<SimResult, 'seed' | 'nodes'>, steps: number, plant?: PlantedBug): string {
-  return `npm run sim -- --seed ${r.seed} --nodes ${r.nodes} --steps ${steps}${plant ? ` --plant ${plant}` : ''}`;
+export function replayCommand(r: Pick<SimResult, 'seed' | 'nodes'>, steps: number, plant?: PlantedBug, storageFaults?: SimOptions['storageFaults']): string {
+  return `npm run sim -- --seed ${r.seed} --nodes ${r.nodes} --steps ${steps}${plant ? ` --plant ${plant}` : ''}${storageFaults ? ` --storage-faults ${storageFaults}` : ''}`;
 }

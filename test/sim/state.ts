@@ -18,6 +18,10 @@ export class Store {
   snapshot: Snapshot | null = null;
   /** Entries after the snapshot, contiguous. */
   entries: Entry[] = [];
+  /** The last index this store held after its latest persist (what the node may have
+   *  acknowledged): kept apart from the log, like the server's watermark file, so a log that
+   *  lost its tail does not take it along. */
+  watermark = 0;
 
   get snapshotIndex(): number {
     return this.snapshot?.meta.index ?? 0;
@@ -54,6 +58,7 @@ export class Store {
       if (rd.hardState.commit < prev.commit) return `persisted commit went back ${prev.commit} -> ${rd.hardState.commit}`;
       this.hardState = rd.hardState;
     }
+    this.watermark = this.lastIndex();
     if (this.hardState.commit > this.lastIndex()) {
       return `persisted commit ${this.hardState.commit} beyond the persisted log (${this.lastIndex()})`;
     }
