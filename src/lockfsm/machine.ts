@@ -153,7 +153,7 @@ export class LockMachine {
     const result = (cmd.fence && this.checkFence(rec, cmd.fence)) || this.run(ctx, rec, cmd);
     // A closed session keeps nothing: a retried close answers UNKNOWN_SESSION.
     if (cmd.type !== 'closeSession' || result.type === 'error') {
-      this.sessionTable.remember(rec, cmd.seq, cmd.type, result);
+      this.sessionTable.remember(rec, cmd, result);
     }
     return result;
   }

@@ -11,13 +11,17 @@
 // less memory per session and no rehashing as answers come and go.
 
 import { invalidArgument, limitExceeded, machineError } from './errors.js';
-import { fail, readArray, readEach, readIndex, readObject, readString, readTuple, readUint } from './snapshot-reader.js';
+import { commandDigest } from './digest.js';
+import { fail, readArray, readEach, readIndex, readObject, readString, readUint } from './snapshot-reader.js';
 import type { CommandType, MachineError, Result, SessionCommand } from './types.js';
 
 export interface StoredAnswer {
   readonly seq: number;
   /** The command type that produced it: a seq reused for another command is refused. */
   readonly command: CommandType;
+  /** commandDigest of the command: a seq reused for another command is refused, not
+   *  answered. null for answers restored from a snapshot written before digests. */
+  readonly digest: number | null;
   readonly result: Result;
 }
 
@@ -37,10 +41,12 @@ export interface SessionRecord {
   readonly elections: Set<string>;
 }
 
+/** [seq, command, result, digest]: answers of snapshots written before digests have 3 fields. */
+type AnswerSnapshot = [number, CommandType, Result, number] | [number, CommandType, Result];
 type SessionSnapshot =
-  | [number, number, number, [number, CommandType, Result][]]
-  | [number, number, number, [number, CommandType, Result][], string]
-  | [number, number, number, [number, CommandType, Result][], string | null, string];
+  | [number, number, number, AnswerSnapshot[]]
+  | [number, number, number, AnswerSnapshot[], string]
+  | [number, number, number, AnswerSnapshot[], string | null, string];
 
 /** What the idempotency layer decides about a session command before it runs. */
 export type Admission = { readonly kind: 'new' } | { readonly kind: 'answer'; readonly result: Result };
@@ -128,6 +134,13 @@ export class SessionTable {
           result: invalidArgument(`seq ${cmd.seq} of session ${rec.id} was used by a ${stored.command}, not a ${cmd.type}`),
         };
       }
+      // A retry must be the same command: another one must not learn the first one's answer.
+      if (stored.digest !== null && stored.digest !== commandDigest(cmd)) {
+        return {
+          kind: 'answer',
+          result: invalidArgument(`seq ${cmd.seq} of session ${rec.id} was used by a different ${cmd.type}; a retry must repeat the command exactly`),
+        };
+      }
       return { kind: 'answer', result: stored.result };
     }
     if (rec.answers.length >= this.maxPendingPerSession) {
@@ -141,8 +154,8 @@ export class SessionTable {
     return NEW;
   }
 
-  remember(rec: SessionRecord, seq: number, command: CommandType, result: Result): void {
-    rec.answers.push({ seq, command, result });
+  remember(rec: SessionRecord, cmd: SessionCommand, result: Result): void {
+    rec.answers.push({ seq: cmd.seq, command: cmd.type, digest: commandDigest(cmd), result });
     this.pending++;
   }
 
@@ -152,8 +165,8 @@ export class SessionTable {
   toSnapshot(): SessionSnapshot[] {
     const out: SessionSnapshot[] = [];
     for (const rec of this.byId.values()) {
-      const answers: [number, CommandType, Result][] = [];
-      for (const a of rec.answers) answers.push([a.seq, a.command, a.result]);
+      const answers: AnswerSnapshot[] = [];
+      for (const a of rec.answers) answers.push(a.digest === null ? [a.seq, a.command, a.result] : [a.seq, a.command, a.result, a.digest]);
       if (rec.owner !== null) out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label, rec.owner]);
       else if (rec.label !== null) out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label]);
       else out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers]);
@@ -176,14 +189,16 @@ export class SessionTable {
       const answers: StoredAnswer[] = [];
       const items = readArray(t[3], 'answers');
       for (let j = 0; j < items.length; j++) {
-        const at = readTuple(items[j], 3, 'answer');
+        const at = readArray(items[j], 'answer');
+        if (at.length !== 3 && at.length !== 4) fail(`answer must have 3 or 4 fields, has ${at.length}`);
         const seq = readIndex(at[0], Number.MAX_SAFE_INTEGER, 'answer seq');
         if (seq <= ackedSeq || answers.some((a) => a.seq === seq)) fail(`answer for seq ${seq} is stale or repeated`);
         const command = readString(at[1], 'answer command') as CommandType;
         if (!commandTypes.includes(command)) fail(`answer for unknown command ${JSON.stringify(command)}`);
         const result = readObject(at[2], 'answer');
         if (typeof result.type !== 'string') fail('answer has no type');
-        answers.push({ seq, command, result: result as unknown as Result });
+        const digest = at.length === 4 ? readUint(at[3], 'answer digest') : null;
+        answers.push({ seq, command, digest, result: result as unknown as Result });
       }
       const label = t.length < 5 || (t.length === 6 && t[4] === null) ? null : readString(t[4], 'session label');
       const owner = t.length === 6 ? readString(t[5], 'session owner') : null;

@@ -150,6 +150,37 @@ describe('idempotency (client sessions, thesis §6.3)', () => {
     assert.equal(r.result.type === 'error' && r.result.code, 'INVALID_ARGUMENT');
   });
 
+  it('matches a stored answer to the whole command: the same op on another name is refused, a faithful retry answered', () => {
+    const d = new Driver();
+    const a = d.open();
+    const b = d.open();
+    const first = d.apply({ type: 'acquire', session: a, seq: 1, name: 'batch/ledger', mode: 'exclusive', wait: false });
+    assert.equal(first.result.type, 'granted');
+    d.apply({ type: 'acquire', session: b, seq: 1, name: 'batch/ledger', mode: 'exclusive', wait: false }); // busy, holders listed
+    for (const other of [
+      { name: 'jobs/anything', mode: 'exclusive', wait: false },
+      { name: 'batch/ledger', mode: 'shared', wait: false },
+      { name: 'batch/ledger', mode: 'exclusive', wait: true },
+      { name: 'batch/ledger', mode: 'exclusive', wait: false, lockDelayMs: 5 },
+    ] as const) {
+      const r = d.apply({ type: 'acquire', session: b, seq: 1, ...other });
+      assert.equal(r.result.type === 'error' && r.result.code, 'INVALID_ARGUMENT', JSON.stringify(other));
+      assert.match(r.result.type === 'error' ? r.result.message : '', /different acquire/);
+    }
+    const retry = d.apply({ type: 'acquire', session: b, seq: 1, name: 'batch/ledger', mode: 'exclusive', wait: false });
+    assert.equal(retry.result.type, 'busy', 'the same command still gets its first answer');
+    // ackedSeq and the leader's `at` may differ between a command and its retry.
+    const put = { type: 'put', session: a, seq: 2, key: 'k', value: new Uint8Array([1]) } as const;
+    assert.equal(d.apply(put).result.type, 'written');
+    assert.equal(d.apply({ ...put, ackedSeq: 1 }).result.type, 'written');
+    assert.equal(d.apply({ ...put, value: new Uint8Array([2]) }).result.type, 'error');
+    const fence = { lock: 'batch/ledger', token: Driver.token(first.result) };
+    const begin = { type: 'beginOp', session: a, seq: 3, opKey: 'o', fence, at: 1 } as const;
+    assert.equal(d.apply(begin).result.type, 'run');
+    assert.equal(d.apply({ ...begin, at: 99 }).result.type, 'run');
+    assert.equal(d.apply({ ...begin, opKey: 'p' }).result.type, 'error');
+  });
+
   it('a retried release answers ok again and never releases a later grant', () => {
     const d = new Driver();
     const a = d.open();

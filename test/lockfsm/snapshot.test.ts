@@ -99,6 +99,15 @@ describe('snapshot and restore', () => {
     const body = unpackr.unpack(old.snapshot()) as Record<string, unknown>;
     assert.deepEqual((body.sessions as unknown[][]).map((t) => t.length), [4, 5], 'unowned sessions keep the older forms');
     const back = LockMachine.restore(new Uint8Array(packr.pack(body)), TEST_CONFIG);
+    // Answers stored before digests ([seq, command, result]) still answer retries by type.
+    const withAnswer = new LockMachine(TEST_CONFIG);
+    withAnswer.apply(1, { type: 'openSession', ttlMs: 5000 });
+    withAnswer.apply(2, { type: 'put', session: 1, seq: 1, key: 'k', value: new Uint8Array([1]) });
+    const b2 = unpackr.unpack(withAnswer.snapshot()) as { sessions: [number, number, number, unknown[][]][] };
+    assert.equal(b2.sessions[0]![3][0]!.length, 4, 'answers carry their digest');
+    b2.sessions[0]![3][0]!.length = 3;
+    const undigested = LockMachine.restore(new Uint8Array(packr.pack(b2)), TEST_CONFIG);
+    assert.equal(undigested.apply(3, { type: 'put', session: 1, seq: 1, key: 'k', value: new Uint8Array([1]) }).result.type, 'written');
     assert.deepEqual([...back.sessions()].map((s) => [s.id, s.label, s.owner]), [[1, null, null], [2, 'l', null]]);
   });
 

@@ -102,6 +102,24 @@ describe('sessions belong to the token that opened them', () => {
     }
   });
 
+  test('a seq reused for a different command is refused, never answered with the first command\'s result', async () => {
+    const batch = await WireClient.authenticated(c.endpoints[2]!, TOKENS.batch);
+    try {
+      const holder = await batch.openSession();
+      const s = await batch.openSession();
+      assert.ok((await batch.call({ op: 'acquire', session: holder, seq: 1, name: 'batch/ledger', mode: 'exclusive', wait: false })).ok);
+      const busy = await batch.call({ op: 'acquire', session: s, seq: 1, name: 'batch/ledger', mode: 'exclusive', wait: false });
+      assert.ok(busy.ok && busy.result.status === 'busy' && busy.result.holders.length === 1);
+      const reused = await batch.call({ op: 'acquire', session: s, seq: 1, name: 'batch/other', mode: 'exclusive', wait: false });
+      assert.match(refused(reused, 'INVALID_ARGUMENT', 'seq 1 reused'), /different acquire/);
+      const retry = await batch.call({ op: 'acquire', session: s, seq: 1, ackedSeq: 0, name: 'batch/ledger', mode: 'exclusive', wait: false });
+      assert.ok(retry.ok && busy.ok);
+      assert.deepEqual({ ...retry.result, index: 0 }, { ...busy.result, index: 0 }, 'a faithful retry gets the first answer');
+    } finally {
+      batch.close();
+    }
+  });
+
   test('an admin token may close another token\'s session (eviction), but not use it', async () => {
     const batch = await WireClient.authenticated(c.endpoints[0]!, TOKENS.batch);
     const ops = await WireClient.authenticated(c.endpoints[2]!, TOKENS.ops);
