@@ -20,6 +20,7 @@ import { FrameError, decodeFrame, encodeFrame } from './codec.js';
 import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest, recoverRequestId } from './validate.js';
+import { closeWithin, guarded, rawBytes } from './ws-util.js';
 
 export interface ClientServerOptions {
   readonly host: string;
@@ -326,7 +327,7 @@ export class ClientServer {
     const conn = new ClientConnection(this.nextId++, remote, ws, this.internals, socket);
     this.connections.set(conn.id, { conn, ws });
     this.internals.stats.connections += 1;
-    ws.on('message', (data, isBinary) => conn.handleMessage(data, isBinary));
+    ws.on('message', guarded(ws, this.internals.log, 'client connection', (data: RawData, isBinary: boolean) => conn.handleMessage(data, isBinary)));
     ws.on('error', (err) => this.internals.log.info({ conn: conn.id, remote, err: err.message }, 'client socket error'));
     ws.on('close', (code, reason) => {
       this.connections.delete(conn.id);
@@ -359,12 +360,6 @@ export class ClientServer {
   }
 }
 
-function rawBytes(data: RawData): Uint8Array {
-  if (Array.isArray(data)) return Buffer.concat(data);
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  return data;
-}
-
 /** The id of an oversize frame, if it decodes at all (it is closed either way). */
 function readIdLeniently(bytes: Uint8Array): number | undefined {
   try {
@@ -374,18 +369,9 @@ function readIdLeniently(bytes: Uint8Array): number | undefined {
   }
 }
 
-/** ws close reasons are limited to 123 bytes. */
-function shortReason(reason: string): string {
-  const buf = Buffer.from(reason, 'utf8');
-  return buf.length <= 123 ? reason : buf.subarray(0, 120).toString('utf8').replace(/\uFFFD$/, '') + '...';
-}
-
 /** Close with a code the client can read; cut the socket if the close handshake stalls
  *  (a client that stopped reading never answers it). */
 function closeGracefully(ws: WebSocket, code: number, reason: string): void {
   if (ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) return;
-  ws.close(code, shortReason(reason));
-  const timer = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
-  timer.unref();
-  ws.once('close', () => clearTimeout(timer));
+  closeWithin(ws, code, reason, CLOSE_GRACE_MS);
 }

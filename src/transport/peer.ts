@@ -13,18 +13,11 @@ import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import type { Message, NodeId } from '../raft/types.js';
 import { decodeFrame, encodeFrame } from './codec.js';
-import {
-  PEER_PROTOCOL_VERSION,
-  acceptorMac,
-  dialerMac,
-  macsEqual,
-  newNonce,
-  parseAuth,
-  parseHello,
-  parseWelcome,
-} from './peer-handshake.js';
+import { PeerAcceptor } from './peer-accept.js';
+import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseHello, parseWelcome } from './peer-handshake.js';
 import { parseRaftMessage } from './raft-message.js';
 import { dialerTlsOptions, isTlsFailure, listenWs, type TlsMaterial, type WsListener } from './tls.js';
+import { closeWithin, guarded, rawBytes } from './ws-util.js';
 
 export interface PeerTransportOptions {
   readonly clusterId: string;
@@ -53,6 +46,13 @@ export interface PeerTransportOptions {
   readonly tls?: TlsMaterial;
   /** Inbound sockets still in the handshake at once; more are cut. Default 64. */
   readonly maxPendingHandshakes?: number;
+  /** Of those, at most this many from one remote address. Default 8. */
+  readonly maxPendingPerAddress?: number;
+  /** Bytes a socket may send before its handshake completes; more cut it. Default 16 KiB. */
+  readonly maxHandshakeBytes?: number;
+  /** A refused or stopping socket that does not finish its close handshake within this is
+   *  cut. Default 1 s. */
+  readonly closeGraceMs?: number;
 }
 
 export interface PeerTransportEvents {
@@ -106,6 +106,9 @@ const DEFAULTS = {
   backoffMinMs: 50,
   backoffMaxMs: 2000,
   maxPendingHandshakes: 64,
+  maxPendingPerAddress: 8,
+  maxHandshakeBytes: 16 * 1024,
+  closeGraceMs: 1000,
 };
 
 const SILENT_INTERVALS = 5;
@@ -134,11 +137,10 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
   private readonly log: Logger;
   private peers = new Map<NodeId, string>();
   private server: WsListener | null = null;
-  private overflowLoggedAt = -Infinity;
   private readonly links = new Map<NodeId, Link>();
   private readonly dialers = new Map<NodeId, Dialer>();
-  /** Inbound sockets still in the handshake. */
-  private readonly accepting = new Set<WebSocket>();
+  /** Inbound sockets until they have proven the secret (peer-accept.ts). */
+  private readonly acceptor: PeerAcceptor;
   private readonly outbox = new Map<NodeId, Message[]>();
   private flushScheduled = false;
   private pingTimer: NodeJS.Timeout | null = null;
@@ -177,10 +179,29 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       backoffMinMs: options.backoffMinMs ?? DEFAULTS.backoffMinMs,
       backoffMaxMs: options.backoffMaxMs ?? DEFAULTS.backoffMaxMs,
       maxPendingHandshakes: options.maxPendingHandshakes ?? DEFAULTS.maxPendingHandshakes,
+      maxPendingPerAddress: options.maxPendingPerAddress ?? DEFAULTS.maxPendingPerAddress,
+      maxHandshakeBytes: options.maxHandshakeBytes ?? DEFAULTS.maxHandshakeBytes,
+      closeGraceMs: options.closeGraceMs ?? DEFAULTS.closeGraceMs,
     };
     this.tls = options.tls;
     this.log = options.logger.child({ component: 'peer-transport', node: options.selfId });
     this.peers = withoutSelf(options.peers, options.selfId);
+    const o = this.opts;
+    this.acceptor = new PeerAcceptor({
+      clusterId: o.clusterId,
+      selfId: o.selfId,
+      secret: o.secret,
+      handshakeTimeoutMs: o.handshakeTimeoutMs,
+      maxPendingHandshakes: o.maxPendingHandshakes,
+      maxPendingPerAddress: o.maxPendingPerAddress,
+      maxHandshakeBytes: o.maxHandshakeBytes,
+      refusalGraceMs: o.closeGraceMs,
+      refusedCode: CLOSE.REFUSED,
+      log: this.log,
+      stats: this.counters,
+      expects: (from) => this.peers.has(from),
+      onAuthenticated: (peer, ws) => this.linkUp(peer, ws, 'accepted'),
+    });
   }
 
   /** Listen for peers and start dialing the ones this node dials. */
@@ -195,7 +216,10 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
         logger: this.log,
         what: 'peer',
       },
-      (ws, req) => this.accept(ws, req.socket.remoteAddress ?? 'unknown'),
+      (ws, req) => {
+        if (this.running) this.acceptor.admit(ws, req.socket, req.socket.remoteAddress ?? 'unknown');
+        else ws.terminate();
+      },
     );
     this.running = true;
     this.pingTimer = setInterval(() => this.checkLiveness(), this.opts.pingIntervalMs);
@@ -216,7 +240,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
     this.outbox.clear();
-    const sockets: WebSocket[] = [...this.accepting];
+    const sockets: WebSocket[] = this.acceptor.pendingSockets();
     for (const d of this.dialers.values()) {
       this.stopDialer(d);
       if (d.ws) sockets.push(d.ws);
@@ -399,7 +423,6 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     d.ws = ws;
     let state: 'hello' | 'welcome' | 'ready' = 'hello';
     let ourNonce: Uint8Array | null = null;
-    let link: Link | null = null;
     let refusedByUs = false;
     const timer = setTimeout(() => {
       this.dialProblem(d, 'handshake timed out');
@@ -411,15 +434,12 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       if (refusedByUs) return; // frames that were already in flight
       refusedByUs = true;
       this.dialProblem(d, problem, true);
-      ws.close(CLOSE.REFUSED, problem);
+      closeWithin(ws, CLOSE.REFUSED, problem, this.opts.closeGraceMs);
     };
 
-    ws.on('message', (data, isBinary) => {
-      if (state === 'ready') {
-        this.onFrame(link!, data, isBinary);
-        return;
-      }
-      const frame = decodeHandshake(data, isBinary);
+    const onHandshake = guarded(ws, this.log, 'peer handshake', (data: RawData, isBinary: boolean) => {
+      if (refusedByUs || state === 'ready') return;
+      const frame = decodeHandshake(data, isBinary, this.opts.maxHandshakeBytes);
       if (state === 'hello') {
         const hello = parseHello(frame);
         if (!hello) return refuse('acceptor sent no valid hello');
@@ -439,8 +459,10 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       state = 'ready';
       d.attempt = 0;
       d.lastProblem = null;
-      link = this.linkUp(d.peer, ws, 'dialed');
+      ws.off('message', onHandshake);
+      this.linkUp(d.peer, ws, 'dialed');
     });
+    ws.on('message', onHandshake);
     ws.on('error', (err) => {
       if (state !== 'ready') this.dialProblem(d, isTlsFailure(err) ? `TLS: ${err.message}` : err.message, isTlsFailure(err));
       else this.log.warn({ peer: d.peer, err: err.message }, 'peer link error');
@@ -448,80 +470,9 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     ws.on('close', (code, reason) => {
       clearTimeout(timer);
       if (d.ws === ws) d.ws = null;
-      if (state === 'ready') this.linkDown(d.peer, ws, code, reason.toString());
-      else if (code === CLOSE.REFUSED && !refusedByUs) this.dialProblem(d, `refused by ${d.peer}: ${reason.toString()}`, true);
+      if (state !== 'ready' && code === CLOSE.REFUSED && !refusedByUs) this.dialProblem(d, `refused by ${d.peer}: ${reason.toString()}`, true);
       this.scheduleRedial(d);
     });
-  }
-
-  // ---- accepting ---------------------------------------------------------------------------
-
-  private accept(ws: WebSocket, remote: string): void {
-    if (!this.running) {
-      ws.terminate();
-      return;
-    }
-    if (this.accepting.size >= this.opts.maxPendingHandshakes) {
-      // Unauthenticated sockets cost memory and timers: a flood of them is cut, not queued.
-      this.counters.handshakeOverflows += 1;
-      const now = performance.now();
-      if (now - this.overflowLoggedAt > 10_000) {
-        this.overflowLoggedAt = now;
-        this.log.warn({ remote, pending: this.accepting.size, overflows: this.counters.handshakeOverflows }, 'too many peer handshakes at once; cutting new ones');
-      }
-      ws.terminate();
-      return;
-    }
-    this.accepting.add(ws);
-    const { selfId, clusterId, secret } = this.opts;
-    const nonce = newNonce();
-    let ready = false;
-    let link: Link | null = null;
-    let claimed: string | undefined;
-    const timer = setTimeout(() => {
-      this.log.warn({ remote, peer: claimed }, 'inbound peer handshake timed out');
-      this.counters.handshakeFailures += 1;
-      ws.terminate();
-    }, this.opts.handshakeTimeoutMs);
-    timer.unref();
-
-    let refused = false;
-    const refuse = (reason: string): void => {
-      if (refused) return; // frames that were already in flight
-      refused = true;
-      this.counters.handshakeFailures += 1;
-      this.log.warn({ remote, peer: claimed, reason }, 'refused inbound peer link');
-      clearTimeout(timer);
-      ws.close(CLOSE.REFUSED, reason);
-    };
-
-    ws.on('message', (data, isBinary) => {
-      if (ready) {
-        this.onFrame(link!, data, isBinary);
-        return;
-      }
-      const auth = parseAuth(decodeHandshake(data, isBinary));
-      if (!auth) return refuse('no valid auth frame');
-      claimed = auth.from;
-      if (auth.v !== PEER_PROTOCOL_VERSION) return refuse(`peer protocol ${auth.v}, expected ${PEER_PROTOCOL_VERSION}`);
-      if (auth.clusterId !== clusterId) return refuse(`wrong cluster id "${auth.clusterId.slice(0, 64)}"`);
-      if (auth.to !== selfId) return refuse(`wrong target id "${auth.to}" (this is ${selfId})`);
-      if (!this.peers.has(auth.from)) return refuse(`unknown node id "${auth.from}"`);
-      if (auth.from > selfId) return refuse(`${auth.from} should not dial ${selfId}: the lower id dials`);
-      if (!macsEqual(dialerMac(secret, nonce, clusterId, auth.from, selfId), auth.mac)) return refuse('wrong secret');
-      ws.send(encodeFrame({ k: 'welcome', mac: acceptorMac(secret, auth.nonce, clusterId, selfId, auth.from) }));
-      clearTimeout(timer);
-      this.accepting.delete(ws);
-      ready = true;
-      link = this.linkUp(auth.from, ws, 'accepted');
-    });
-    ws.on('error', (err) => this.log.warn({ remote, peer: claimed, err: err.message }, 'inbound peer socket error'));
-    ws.on('close', (code, reason) => {
-      clearTimeout(timer);
-      this.accepting.delete(ws);
-      if (ready) this.linkDown(link!.peer, ws, code, reason.toString());
-    });
-    ws.send(encodeFrame({ k: 'hello', v: PEER_PROTOCOL_VERSION, nonce }));
   }
 
   // ---- links -------------------------------------------------------------------------------
@@ -531,12 +482,15 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     ws.on('pong', () => {
       link.lastHeard = performance.now();
     });
+    ws.on('message', guarded(ws, this.log, 'peer link', (data: RawData, isBinary: boolean) => this.onFrame(link, data, isBinary)));
+    ws.on('close', (code, reason) => this.linkDown(peer, ws, code, reason.toString()));
+    if (how === 'accepted') ws.on('error', (err) => this.log.warn({ peer, err: err.message }, 'peer link error'));
     const old = this.links.get(peer);
     this.links.set(peer, link);
     this.counters.connects += 1;
     if (old) {
       // The peer reconnected while we still held its old socket (e.g. it restarted).
-      old.ws.close(CLOSE.SUPERSEDED, 'superseded by a new link');
+      closeWithin(old.ws, CLOSE.SUPERSEDED, 'superseded by a new link', this.opts.closeGraceMs);
       this.emitSafely('peerDown', peer);
     }
     this.log.info({ peer, how }, 'peer link up');
@@ -631,16 +585,13 @@ function isRecord(x: unknown): x is Readonly<Record<string, unknown>> {
   return typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof Uint8Array);
 }
 
-function rawBytes(data: RawData): Uint8Array {
-  if (Array.isArray(data)) return Buffer.concat(data);
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  return data;
-}
-
-function decodeHandshake(data: RawData, isBinary: boolean): unknown {
-  if (!isBinary) return undefined;
+/** A handshake frame, or undefined for anything else (text, too large, not msgpack): the
+ *  frame is not decoded at all when it is larger than a handshake can be. */
+function decodeHandshake(data: RawData, isBinary: boolean, maxBytes: number): unknown {
+  const bytes = rawBytes(data);
+  if (!isBinary || bytes.length > maxBytes) return undefined;
   try {
-    return decodeFrame(rawBytes(data));
+    return decodeFrame(bytes);
   } catch {
     return undefined;
   }
@@ -653,13 +604,8 @@ async function closeAll(sockets: readonly WebSocket[], code: number, reason: str
       (ws) =>
         new Promise<void>((resolve) => {
           if (ws.readyState === WebSocket.CLOSED) return resolve();
-          const timer = setTimeout(() => ws.terminate(), graceMs);
-          ws.once('close', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-          if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
-          else ws.close(code, reason);
+          ws.once('close', () => resolve());
+          closeWithin(ws, code, reason, graceMs);
         }),
     ),
   );

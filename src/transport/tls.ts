@@ -100,7 +100,15 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
     res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
     res.end('this port speaks WebSocket only\n');
   });
-  wss.on('connection', onConnection);
+  wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+    // Whatever goes wrong admitting one socket ends that socket, never the process.
+    try {
+      onConnection(ws, req);
+    } catch (err) {
+      opts.logger.error({ err }, `admitting a ${opts.what} connection failed; cut`);
+      ws.terminate();
+    }
+  });
   wss.on('error', (err) => opts.logger.error({ err }, `${opts.what} listener failed`));
   const lastLogged = new Map<string, number>();
   server.on('tlsClientError', (err: Error, socket: Socket) => {

@@ -1,0 +1,153 @@
+// The accepting side of the peer handshake (peer-handshake.ts), and what an unauthenticated
+// socket on the peer port may cost: anyone who can reach the port gets this far, so every
+// resource is bounded before the secret is proven.
+//   - At most `maxPendingHandshakes` sockets in the handshake at once, and at most
+//     `maxPendingPerAddress` of them from one address, so one address cannot hold every slot
+//     and keep a restarted member out.
+//   - A deadline for the whole handshake, after which the socket is destroyed.
+//   - A refused socket is destroyed within `refusalGraceMs` even if it stops reading (a
+//     polite close alone waits for a close frame that may never come).
+//   - At most `maxHandshakeBytes` read from the socket before it is authenticated, counted on
+//     the stream, so a hostile sender cannot make ws buffer a large frame first; a frame
+//     longer than that is refused without being decoded.
+import { performance } from 'node:perf_hooks';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { RawData, WebSocket } from 'ws';
+import type { NodeId } from '../raft/types.js';
+import { decodeFrame, encodeFrame } from './codec.js';
+import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseAuth } from './peer-handshake.js';
+import { closeWithin, guarded, rawBytes } from './ws-util.js';
+
+export interface AcceptorOptions {
+  readonly clusterId: string;
+  readonly selfId: NodeId;
+  readonly secret: string;
+  readonly handshakeTimeoutMs: number;
+  readonly maxPendingHandshakes: number;
+  readonly maxPendingPerAddress: number;
+  readonly maxHandshakeBytes: number;
+  readonly refusalGraceMs: number;
+  readonly refusedCode: number;
+  readonly log: Logger;
+  /** Counters shared with the transport's stats. */
+  readonly stats: { handshakeFailures: number; handshakeOverflows: number };
+  /** Whether `from` is a member that dials this node. */
+  readonly expects: (from: NodeId) => boolean;
+  /** The handshake succeeded; from now on the socket is the transport's link to `peer`.
+   *  `nonces` are the two handshake nonces (ours, the dialer's), fresh for this link. */
+  readonly onAuthenticated: (peer: NodeId, ws: WebSocket, nonces: { readonly acceptor: Uint8Array; readonly dialer: Uint8Array }) => void;
+}
+
+/** How often overflows are logged at most. */
+const OVERFLOW_LOG_INTERVAL_MS = 10_000;
+
+export class PeerAcceptor {
+  private readonly pending = new Set<WebSocket>();
+  private readonly perAddress = new Map<string, number>();
+  private overflowLoggedAt = -Infinity;
+
+  constructor(private readonly o: AcceptorOptions) {}
+
+  /** Sockets still in the handshake (to close them when the node stops). */
+  pendingSockets(): WebSocket[] {
+    return [...this.pending];
+  }
+
+  /** A new socket on the peer port. `socket` is the stream under it, counted while unauthenticated. */
+  admit(ws: WebSocket, socket: Duplex, remote: string): void {
+    const o = this.o;
+    const fromAddress = this.perAddress.get(remote) ?? 0;
+    if (this.pending.size >= o.maxPendingHandshakes || fromAddress >= o.maxPendingPerAddress) {
+      // Unauthenticated sockets cost memory and timers: a flood of them is cut, not queued.
+      o.stats.handshakeOverflows += 1;
+      const now = performance.now();
+      if (now - this.overflowLoggedAt > OVERFLOW_LOG_INTERVAL_MS) {
+        this.overflowLoggedAt = now;
+        o.log.warn({ remote, pending: this.pending.size, fromAddress, overflows: o.stats.handshakeOverflows }, 'too many peer handshakes at once; cutting new ones');
+      }
+      ws.terminate();
+      return;
+    }
+    this.pending.add(ws);
+    this.perAddress.set(remote, fromAddress + 1);
+    const nonce = newNonce();
+    let claimed: string | undefined;
+    let refused = false;
+    let done = false;
+
+    let received = 0;
+    const countBytes = (chunk: Buffer | string): void => {
+      received += chunk.length;
+      if (received > o.maxHandshakeBytes) {
+        o.stats.handshakeFailures += 1;
+        o.log.warn({ remote, received }, 'peer handshake sent too many bytes; cut');
+        ws.terminate();
+      }
+    };
+    socket.on('data', countBytes);
+
+    // The deadline stands even after a refusal: whatever happens, the socket is gone by then.
+    const timer = setTimeout(() => {
+      if (!refused) {
+        o.log.warn({ remote, peer: claimed }, 'inbound peer handshake timed out');
+        o.stats.handshakeFailures += 1;
+      }
+      ws.terminate();
+    }, o.handshakeTimeoutMs);
+    timer.unref();
+
+    const release = (): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.off('data', countBytes);
+      ws.off('message', onMessage);
+      ws.off('close', onClose);
+      this.pending.delete(ws);
+      const left = (this.perAddress.get(remote) ?? 1) - 1;
+      if (left > 0) this.perAddress.set(remote, left);
+      else this.perAddress.delete(remote);
+    };
+
+    const refuse = (reason: string): void => {
+      if (refused) return; // frames that were already in flight
+      refused = true;
+      o.stats.handshakeFailures += 1;
+      o.log.warn({ remote, peer: claimed, reason }, 'refused inbound peer link');
+      closeWithin(ws, o.refusedCode, reason, o.refusalGraceMs);
+    };
+
+    const onMessage = guarded(ws, o.log, 'peer handshake', (data: RawData, isBinary: boolean) => {
+      if (refused || done) return;
+      const bytes = rawBytes(data);
+      if (!isBinary) return refuse('handshake frames are binary');
+      if (bytes.length > o.maxHandshakeBytes) return refuse('handshake frame too large');
+      let frame: unknown;
+      try {
+        frame = decodeFrame(bytes);
+      } catch {
+        return refuse('no valid auth frame');
+      }
+      const auth = parseAuth(frame);
+      if (!auth) return refuse('no valid auth frame');
+      claimed = auth.from.slice(0, 64);
+      const { selfId, clusterId, secret } = o;
+      // Reasons quote at most 64 characters of what was sent (closeWithin bounds the rest).
+      if (auth.v !== PEER_PROTOCOL_VERSION) return refuse(`peer protocol ${auth.v}, expected ${PEER_PROTOCOL_VERSION}`);
+      if (auth.clusterId !== clusterId) return refuse(`wrong cluster id "${auth.clusterId.slice(0, 64)}"`);
+      if (auth.to !== selfId) return refuse(`wrong target id "${auth.to.slice(0, 64)}" (this is ${selfId})`);
+      if (!o.expects(auth.from)) return refuse(`unknown node id "${claimed}"`);
+      if (auth.from > selfId) return refuse(`${auth.from} should not dial ${selfId}: the lower id dials`);
+      if (!macsEqual(dialerMac(secret, nonce, clusterId, auth.from, selfId), auth.mac)) return refuse('wrong secret');
+      ws.send(encodeFrame({ k: 'welcome', mac: acceptorMac(secret, auth.nonce, clusterId, selfId, auth.from) }));
+      release();
+      o.onAuthenticated(auth.from, ws, { acceptor: nonce, dialer: auth.nonce });
+    });
+    const onClose = (): void => release();
+    ws.on('message', onMessage);
+    ws.on('close', onClose);
+    ws.on('error', (err) => o.log.debug({ remote, peer: claimed, err: err.message }, 'inbound peer socket error'));
+    ws.send(encodeFrame({ k: 'hello', v: PEER_PROTOCOL_VERSION, nonce }));
+  }
+}
