@@ -7,6 +7,7 @@
 // crash cannot break (terms never decrease along the log and never exceed the current term;
 // commit never exceeds the log). Any violation is a StorageError naming the directory; the
 // node never resets its data to get going again.
+import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { Level } from 'level';
@@ -26,6 +27,7 @@ import {
   encodeSnapshot,
   type Identity,
 } from './records.js';
+import { readWatermark, sameMark, WatermarkFile, type Watermark } from './watermark.js';
 
 export interface LoadedState {
   readonly hardState: HardState;
@@ -35,6 +37,12 @@ export interface LoadedState {
   /** True when open() created the database (a node's first start). */
   readonly isNew: boolean;
 }
+
+/** See docs/operations.md: the procedure for a node whose data is damaged or gone. */
+export const REJOIN_ADVICE =
+  'this node must not vote or serve on this data: remove it from the cluster (`palisade member remove ID` on a ' +
+  'healthy member), move this data directory aside, and start the node again with an empty directory and ' +
+  '`serve --join` (docs/operations.md, "A node\'s data is corrupt")';
 
 export interface SaveBatch {
   readonly hardState?: HardState;
@@ -86,6 +94,9 @@ export class RaftStorage {
     private readonly db: Db,
     state: LoadedState,
     bounds: LogBounds,
+    private readonly wm: WatermarkFile,
+    /** This directory's identity (meta.storageId): peers record it, see peer-identity.ts. */
+    readonly storageId: string,
   ) {
     this.opened = state;
     this.bounds = bounds;
@@ -106,26 +117,42 @@ export class RaftStorage {
         cause: err,
       });
     }
+    let wm: WatermarkFile | null = null;
     try {
       let isNew = false;
       let written = 0;
       const metaValue = await db.get(META_KEY);
+      let meta: { storageId?: string; watermark?: boolean } = {};
       if (metaValue === undefined) {
         if (await hasAnyKey(db)) {
           throw new StorageError(dir, 'the database holds data but no identity record ("meta"); refusing to guess whose data it is');
         }
-        const value = encodeMeta(identity);
-        await db.put(META_KEY, value, { sync: true });
-        written = META_KEY.length + value.length;
         isNew = true;
       } else {
-        checkIdentity(dir, metaValue, identity);
+        meta = checkIdentity(dir, metaValue, identity);
       }
       const { state, bounds } = await readAll(dir, db, isNew);
-      const storage = new RaftStorage(dir, db, state, bounds);
-      if (isNew) storage.countWrite(written, 0);
+      // Check the log against the watermark before anything is written.
+      const found = await readWatermark(dir);
+      const durable = markOf(state, bounds);
+      if (found.kind === 'corrupt') throw new StorageError(dir, `the watermark file is corrupt (both slots fail their checksum); ${REJOIN_ADVICE}`);
+      if (found.kind === 'missing' && meta.watermark === true) {
+        throw new StorageError(dir, `the watermark file is missing, so nothing tells how far this log reached; ${REJOIN_ADVICE}`);
+      }
+      if (found.kind === 'ok') checkAgainstWatermark(dir, durable, found.mark);
+      wm = await WatermarkFile.open(dir, found.kind === 'ok' ? found.mark : durable, found.kind === 'ok' ? found.seq : null);
+      if (!sameMark(wm.mark, durable)) await wm.write(durable);
+      const storageId = meta.storageId ?? randomUUID();
+      if (isNew || meta.storageId === undefined || meta.watermark !== true) {
+        const value = encodeMeta(identity, { storageId, watermark: true });
+        await db.put(META_KEY, value, { sync: true });
+        written = META_KEY.length + value.length;
+      }
+      const storage = new RaftStorage(dir, db, state, bounds, wm, storageId);
+      if (written > 0) storage.countWrite(written, 0);
       return storage;
     } catch (err) {
+      await wm?.close().catch(() => undefined);
       await db.close().catch(() => undefined);
       if (err instanceof StorageError) throw err;
       throw new StorageError(dir, `cannot read the database (${describe(err)})`, { cause: err });
@@ -197,9 +224,30 @@ export class RaftStorage {
         ops.push({ type: 'put', key: HARD_STATE_KEY, value: encodeHardState(batch.hardState) });
       }
       if (ops.length === 0) return;
+      // The watermark never claims more than LevelDB holds: a shorter log (a conflicting
+      // suffix dropped, a snapshot installed over a longer log) lowers it before the batch,
+      // a longer log or a newer term raises it after the batch.
+      const hs = batch.hardState;
+      const before = this.wm.mark;
+      const after: Watermark = {
+        lastIndex: Math.max(next.lastStored ?? 0, next.snapshotIndex),
+        term: hs ? hs.term : before.term,
+        voted: hs ? hs.vote !== null : before.voted,
+      };
+      if (after.lastIndex < before.lastIndex) await this.writeMark({ ...before, lastIndex: after.lastIndex });
       await this.writeSync(ops);
       Object.assign(this.bounds, next);
+      if (!sameMark(this.wm.mark, after)) await this.writeMark(after);
     });
+  }
+
+  private async writeMark(mark: Watermark): Promise<void> {
+    try {
+      await this.wm.write(mark);
+    } catch (err) {
+      this.failure = err;
+      throw new StorageError(this.dir, `writing the watermark failed (${describe(err)})`, { cause: err });
+    }
   }
 
   /**
@@ -262,6 +310,7 @@ export class RaftStorage {
     this.closed = true;
     await this.tail.catch(() => undefined);
     this.opened = null;
+    await this.wm.close().catch(() => undefined);
     await this.db.close();
   }
 
@@ -308,7 +357,30 @@ export class RaftStorage {
 
 // ---- reading and checking ----------------------------------------------------------------------
 
-function checkIdentity(dir: string, value: Uint8Array, expected: Identity): void {
+function markOf(state: LoadedState, bounds: LogBounds): Watermark {
+  const hs = state.hardState;
+  return { lastIndex: bounds.snapshotIndex + state.entries.length, term: hs.term, voted: hs.vote !== null };
+}
+
+/** The log and hard state must reach what the watermark says they once did. */
+function checkAgainstWatermark(dir: string, found: Watermark, mark: Watermark): void {
+  if (found.lastIndex < mark.lastIndex) {
+    throw new StorageError(
+      dir,
+      `the log ends at entry ${found.lastIndex}, but this node had written (and may have acknowledged) entries up to ` +
+        `${mark.lastIndex}: ${mark.lastIndex - found.lastIndex} entries are gone (a truncated or damaged log); ${REJOIN_ADVICE}`,
+    );
+  }
+  if (found.term < mark.term || (found.term === mark.term && mark.voted && !found.voted)) {
+    throw new StorageError(
+      dir,
+      `the stored term and vote (term ${found.term}${found.voted ? ', voted' : ''}) are older than the ones this node had ` +
+        `written (term ${mark.term}${mark.voted ? ', voted' : ''}): it could vote twice in one term; ${REJOIN_ADVICE}`,
+    );
+  }
+}
+
+function checkIdentity(dir: string, value: Uint8Array, expected: Identity): { storageId?: string; watermark?: boolean } {
   const meta = decodeOrFail(dir, META_KEY, () => decodeMeta(value));
   if (meta.format !== STORAGE_FORMAT) {
     throw new StorageError(dir, `unsupported storage format ${meta.format} (this build reads format ${STORAGE_FORMAT})`);
@@ -319,6 +391,7 @@ function checkIdentity(dir: string, value: Uint8Array, expected: Identity): void
   if (meta.nodeId !== expected.nodeId) {
     throw new StorageError(dir, `belongs to node "${meta.nodeId}", not "${expected.nodeId}"`);
   }
+  return meta;
 }
 
 async function readAll(dir: string, db: Db, isNew: boolean): Promise<{ state: LoadedState; bounds: LogBounds }> {

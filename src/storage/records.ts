@@ -13,6 +13,12 @@ export interface Identity {
 
 export interface MetaRecord extends Identity {
   readonly format: number;
+  /** This data directory's own identity, drawn once when it is created: a node that lost
+   *  its directory comes back with another one, which its peers can tell apart. (Absent in
+   *  directories created before it existed; added at their next start.) */
+  readonly storageId?: string;
+  /** Set once the watermark file exists: from then on its absence is damage, not age. */
+  readonly watermark?: boolean;
 }
 
 /** Entries are stored as compact tuples: log entries are many and small. */
@@ -76,14 +82,20 @@ function nodeIds(x: unknown, what: string): NodeId[] {
 
 // ---- records -------------------------------------------------------------------------------
 
-export function encodeMeta(identity: Identity): Uint8Array {
-  const meta: MetaRecord = { format: STORAGE_FORMAT, clusterId: identity.clusterId, nodeId: identity.nodeId };
+export function encodeMeta(identity: Identity, extra: { storageId?: string; watermark?: boolean } = {}): Uint8Array {
+  const meta: MetaRecord = { format: STORAGE_FORMAT, clusterId: identity.clusterId, nodeId: identity.nodeId, ...extra };
   return encodeValue(meta);
 }
 
 export function decodeMeta(value: Uint8Array): MetaRecord {
   const m = record(decodeValue(value), 'meta');
-  return { format: uint(m.format, 'meta.format'), clusterId: str(m.clusterId, 'meta.clusterId'), nodeId: str(m.nodeId, 'meta.nodeId') };
+  return {
+    format: uint(m.format, 'meta.format'),
+    clusterId: str(m.clusterId, 'meta.clusterId'),
+    nodeId: str(m.nodeId, 'meta.nodeId'),
+    ...(m.storageId === undefined ? {} : { storageId: str(m.storageId, 'meta.storageId') }),
+    ...(m.watermark === undefined ? {} : { watermark: m.watermark === true }),
+  };
 }
 
 export function encodeHardState(hs: HardState): Uint8Array {

@@ -1,0 +1,123 @@
+// The durable watermark: how far this node's log reached and which term (and vote) it had,
+// kept in a small file beside the LevelDB files, so that a log that loses its tail (a
+// truncated .log after a power cut, a damaged file, a restored image) cannot take the
+// evidence along. At start the log must reach the watermark; otherwise the node holds fewer
+// entries than it may have acknowledged, and voting or serving on that log could undo a
+// commit (a quorum that counted its acknowledgement may now elect a leader without the entry).
+//
+// The file has two 32-byte slots written alternately, each with a sequence number and a
+// CRC-32, so a torn write leaves the other slot intact: the valid slot with the higher
+// sequence is the watermark.
+//
+//   slot: "PWM1" | u32 seq | f64 lastIndex | f64 term | u8 voted | 3 pad | u32 crc32(0..28)
+import { open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+
+export const WATERMARK_FILE = 'palisade-watermark';
+
+const SLOT = 32;
+const MAGIC = 0x50574d31; // "PWM1"
+
+export interface Watermark {
+  /** The last index of the durable log (entries or snapshot). */
+  readonly lastIndex: number;
+  /** The durable current term, and whether a vote was cast in it. */
+  readonly term: number;
+  readonly voted: boolean;
+}
+
+export type WatermarkRead = { kind: 'missing' } | { kind: 'corrupt' } | { kind: 'ok'; mark: Watermark; seq: number };
+
+export function watermarkPath(dir: string): string {
+  return join(dir, WATERMARK_FILE);
+}
+
+/** Read the watermark without changing anything on disk. */
+export async function readWatermark(dir: string): Promise<WatermarkRead> {
+  let fh: FileHandle;
+  try {
+    fh = await open(watermarkPath(dir), 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
+    throw err;
+  }
+  try {
+    const buf = Buffer.alloc(2 * SLOT);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    let best: { mark: Watermark; seq: number } | null = null;
+    for (let s = 0; s < 2; s++) {
+      if (bytesRead < (s + 1) * SLOT) continue;
+      const slot = decodeSlot(buf.subarray(s * SLOT, (s + 1) * SLOT));
+      if (slot && (!best || slot.seq > best.seq)) best = slot;
+    }
+    return best ? { kind: 'ok', ...best } : { kind: 'corrupt' };
+  } finally {
+    await fh.close();
+  }
+}
+
+function decodeSlot(b: Buffer): { mark: Watermark; seq: number } | null {
+  if (b.readUInt32BE(0) !== MAGIC) return null;
+  if (b.readUInt32BE(28) !== crc32(b.subarray(0, 28))) return null;
+  const lastIndex = b.readDoubleBE(8);
+  const term = b.readDoubleBE(16);
+  if (!Number.isSafeInteger(lastIndex) || lastIndex < 0 || !Number.isSafeInteger(term) || term < 0) return null;
+  return { seq: b.readUInt32BE(4), mark: { lastIndex, term, voted: b[24] === 1 } };
+}
+
+function encodeSlot(mark: Watermark, seq: number): Buffer {
+  const b = Buffer.alloc(SLOT);
+  b.writeUInt32BE(MAGIC, 0);
+  b.writeUInt32BE(seq >>> 0, 4);
+  b.writeDoubleBE(mark.lastIndex, 8);
+  b.writeDoubleBE(mark.term, 16);
+  b[24] = mark.voted ? 1 : 0;
+  b.writeUInt32BE(crc32(b.subarray(0, 28)), 28);
+  return b;
+}
+
+/** The open watermark file: each write goes to the slot the last valid one is not in. */
+export class WatermarkFile {
+  private constructor(
+    private readonly fh: FileHandle,
+    private seq: number,
+    private current: Watermark,
+  ) {}
+
+  /** Open (creating when asked) for writing, continuing after the sequence read before. */
+  static async open(dir: string, initial: Watermark, seq: number | null): Promise<WatermarkFile> {
+    const path = watermarkPath(dir);
+    const fh = await open(path, seq === null ? 'w+' : 'r+', 0o600);
+    const file = new WatermarkFile(fh, seq ?? 0, initial);
+    if (seq === null) {
+      // A new file: write both slots so that neither reads as corruption later.
+      await fh.write(encodeSlot(initial, 0), 0, SLOT, 0);
+      await fh.write(encodeSlot(initial, 1), 0, SLOT, SLOT);
+      await fh.sync();
+      file.seq = 1;
+    }
+    return file;
+  }
+
+  get mark(): Watermark {
+    return this.current;
+  }
+
+  /** Make `mark` durable (one pwrite and one fdatasync). */
+  async write(mark: Watermark): Promise<void> {
+    const seq = this.seq + 1;
+    await this.fh.write(encodeSlot(mark, seq), 0, SLOT, (seq % 2) * SLOT);
+    await this.fh.datasync();
+    this.seq = seq;
+    this.current = mark;
+  }
+
+  async close(): Promise<void> {
+    await this.fh.close();
+  }
+}
+
+export function sameMark(a: Watermark, b: Watermark): boolean {
+  return a.lastIndex === b.lastIndex && a.term === b.term && a.voted === b.voted;
+}

@@ -1,0 +1,110 @@
+// The durable watermark: a log that lost entries the node had written (and may have
+// acknowledged), or a hard state older than the one it had, is a start-up error naming what
+// is gone; a log the leader legitimately shortened is not.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { Level } from 'level';
+import type { Entry } from '../../src/raft/types.js';
+import { RaftStorage, StorageError } from '../../src/storage/index.js';
+import { entryKey, HARD_STATE_KEY } from '../../src/storage/keys.js';
+import { encodeHardState } from '../../src/storage/records.js';
+import { WATERMARK_FILE } from '../../src/storage/watermark.js';
+
+const ID = { clusterId: 'c1', nodeId: 'n1' };
+const dirs: string[] = [];
+after(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function freshDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'palisade-wm-'));
+  dirs.push(dir);
+  return join(dir, 'data');
+}
+
+function entries(from: number, to: number, term: number): Entry[] {
+  const out: Entry[] = [];
+  for (let i = from; i <= to; i++) out.push({ index: i, term, type: 'normal', data: new TextEncoder().encode(`e${i}`) });
+  return out;
+}
+
+async function raw(dir: string, fn: (db: Level<Uint8Array, Uint8Array>) => Promise<void>): Promise<void> {
+  const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
+  await db.open();
+  try {
+    await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+async function written(dir: string): Promise<void> {
+  const s = await RaftStorage.open(dir, ID);
+  await s.load();
+  await s.save({ hardState: { term: 2, vote: 'n2', commit: 5 }, entries: entries(1, 10, 2) });
+  await s.close();
+}
+
+test('a log that lost its last entries refuses to open and says how many are gone', async () => {
+  const dir = await freshDir();
+  await written(dir);
+  await raw(dir, async (db) => {
+    for (let i = 7; i <= 10; i++) await db.del(entryKey(i));
+  });
+  await assert.rejects(RaftStorage.open(dir, ID), (err: unknown) => {
+    assert.ok(err instanceof StorageError);
+    assert.match(err.message, /the log ends at entry 6, but this node had written \(and may have acknowledged\) entries up to 10: 4 entries are gone/);
+    assert.match(err.message, /member remove/);
+    assert.match(err.message, /serve --join/);
+    return true;
+  });
+});
+
+test('a hard state older than the one written (a lost vote) refuses to open', async () => {
+  const dir = await freshDir();
+  await written(dir);
+  await raw(dir, async (db) => {
+    await db.put(HARD_STATE_KEY, encodeHardState({ term: 2, vote: null, commit: 5 }));
+  });
+  await assert.rejects(RaftStorage.open(dir, ID), /stored term and vote \(term 2\) are older than the ones this node had written \(term 2, voted\): it could vote twice/);
+});
+
+test('a deleted or corrupt watermark file is refused, never recreated silently', async () => {
+  const dir = await freshDir();
+  await written(dir);
+  await writeFile(join(dir, WATERMARK_FILE), Buffer.alloc(64, 7));
+  await assert.rejects(RaftStorage.open(dir, ID), /watermark file is corrupt/);
+  await unlink(join(dir, WATERMARK_FILE));
+  await assert.rejects(RaftStorage.open(dir, ID), /watermark file is missing/);
+});
+
+test('a log the leader shortened (a conflicting suffix replaced by fewer entries) opens', async () => {
+  const dir = await freshDir();
+  await written(dir);
+  const s = await RaftStorage.open(dir, ID);
+  await s.load();
+  await s.save({ hardState: { term: 3, vote: null, commit: 5 }, entries: entries(7, 8, 3) });
+  await s.close();
+  const again = await RaftStorage.open(dir, ID);
+  const st = await again.load();
+  assert.equal(st.entries.length, 8);
+  assert.equal(st.hardState.term, 3);
+  await again.close();
+});
+
+test('each directory has its own storage id, kept across restarts', async () => {
+  const a = await freshDir();
+  const b = await freshDir();
+  const sa = await RaftStorage.open(a, ID);
+  const sb = await RaftStorage.open(b, ID);
+  assert.notEqual(sa.storageId, sb.storageId);
+  const id = sa.storageId;
+  await sa.close();
+  await sb.close();
+  const again = await RaftStorage.open(a, ID);
+  assert.equal(again.storageId, id);
+  await again.close();
+});
