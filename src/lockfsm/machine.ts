@@ -11,7 +11,7 @@ import type { ApplyContext } from './context.js';
 import { checkMachineConfig, DEFAULT_MACHINE_CONFIG, type MachineConfig } from './config.js';
 import { decodeCommand } from './codec.js';
 import { ElectionTable } from './elections.js';
-import { unknownSession, withToken } from './errors.js';
+import { limitExceeded, unknownSession, withToken } from './errors.js';
 import { KvStore } from './kv.js';
 import { OpLedger } from './ledger.js';
 import { LockTable } from './locks.js';
@@ -123,6 +123,10 @@ export class LockMachine {
   }
 
   private openSession(ctx: ApplyContext, cmd: OpenSessionCommand): Result {
+    // Every node applies the same entries with the same bound, so all refuse the same opens.
+    if (this.sessionTable.size >= this.config.maxSessions) {
+      return limitExceeded(`${this.sessionTable.size} sessions are open, the cluster's limit (sessions.maxSessions); close some or retry later`);
+    }
     // The id is the entry's index: unique cluster-wide and never reused.
     const label = cmd.label ?? null;
     this.sessionTable.open(ctx.index, cmd.ttlMs, label, cmd.owner ?? null);

@@ -12,6 +12,7 @@ import type { Request, ServerEvent, WireError } from '../transport/client-protoc
 import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from './config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
+import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
 
 /** What the node tells the gate about an answer. */
@@ -63,6 +64,7 @@ export class ClientGate {
 
 export class ConnectionGate {
   private readonly sessions: ConnectionSessions;
+  private readonly watches: ConnectionWatches;
   /** Refusals already logged on this connection: the first of each kind is enough. */
   private readonly logged = new Set<WireError['code']>();
 
@@ -73,6 +75,7 @@ export class ConnectionGate {
     private principal: Principal | null,
   ) {
     this.sessions = new ConnectionSessions(gate.limits.maxSessionsPerConnection);
+    this.watches = new ConnectionWatches(gate.limits.maxWatchesPerConnection);
   }
 
   /** Who this connection is, once authenticated. */
@@ -95,6 +98,7 @@ export class ConnectionGate {
     return (
       this.refuse(req, permissionProblem(this.principal, req)) ??
       nameLengthProblem(this.gate.limits, req) ??
+      this.watches.problem(req) ??
       this.sessions.problem(req, this.gate.machineView)
     );
   }
@@ -130,7 +134,7 @@ export class ConnectionGate {
 
   /** Record what the answer to an admitted request changed for this connection. */
   observe(req: Request, answer: GateAnswer): void {
-    if (answer.ok) this.sessions.observe(req, answer.result);
+    this.sessions.observe(req, answer.ok, answer.ok ? answer.result : null);
   }
 
   /** Events name locks, elections and keys: a client sees only those within its prefixes. */

@@ -25,6 +25,8 @@ export interface SessionLimits {
   readonly minTtlMs: number;
   readonly maxTtlMs: number;
   readonly lockDelayMs: number;
+  /** Sessions open at once in the whole cluster (the lock machine refuses more). */
+  readonly maxSessions: number;
 }
 
 export interface SnapshotSettings {
@@ -90,6 +92,8 @@ export interface ClientLimitsConfig {
   /** Longest lock, election or fence-lock name in UTF-8 bytes (INVALID_ARGUMENT); keys and
    *  opKeys keep the lock machine's own bound (1 KiB). At most the machine's 256. */
   readonly maxNameBytes: number;
+  /** Key prefixes watched plus elections observed over one connection (LIMIT_EXCEEDED). */
+  readonly maxWatchesPerConnection: number;
 }
 
 /** The operation ledger (lock.once): how long finished and abandoned operations are kept. */
@@ -127,7 +131,7 @@ export class ConfigError extends Error {
 }
 
 const DEFAULT_RAFT: RaftTiming = { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 };
-const DEFAULT_SESSIONS: SessionLimits = { defaultTtlMs: 10_000, minTtlMs: 500, maxTtlMs: 3_600_000, lockDelayMs: 0 };
+const DEFAULT_SESSIONS: SessionLimits = { defaultTtlMs: 10_000, minTtlMs: 500, maxTtlMs: 3_600_000, lockDelayMs: 0, maxSessions: 100_000 };
 const DEFAULT_SNAPSHOT: SnapshotSettings = { entries: 20_000, keepTail: 5_000 };
 const DEFAULT_LEDGER: LedgerSettings = { retentionMs: 7 * 86_400_000, abandonedAfterMs: 30 * 86_400_000 };
 export const DEFAULT_CLIENT_LIMITS: ClientLimitsConfig = Object.freeze({
@@ -141,6 +145,7 @@ export const DEFAULT_CLIENT_LIMITS: ClientLimitsConfig = Object.freeze({
   maxWaitsPerSession: 100,
   maxWaitersPerLock: 1_000,
   maxNameBytes: 256,
+  maxWatchesPerConnection: 1_000,
 });
 /** The lock machine's own bound on names (lockfsm DEFAULT_MACHINE_CONFIG.maxNameLength);
  *  the node-side limit may only be tighter, so every node decides alike. */
@@ -244,6 +249,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   const maxTtlMs = int(s, 'maxTtlMs', 'sessions.maxTtlMs', DEFAULT_SESSIONS.maxTtlMs, minTtlMs, 86_400_000);
   const defaultTtlMs = int(s, 'defaultTtlMs', 'sessions.defaultTtlMs', DEFAULT_SESSIONS.defaultTtlMs, minTtlMs, maxTtlMs);
   const lockDelayMs = int(s, 'lockDelayMs', 'sessions.lockDelayMs', DEFAULT_SESSIONS.lockDelayMs, 0, 3_600_000);
+  const maxSessions = int(s, 'maxSessions', 'sessions.maxSessions', DEFAULT_SESSIONS.maxSessions, 1, 10_000_000);
   // A session must outlive a leader change, or every failover would expire sessions.
   if (minTtlMs < electionTimeoutMs * 2) {
     throw new ConfigError('sessions.minTtlMs', `must be at least twice raft.electionTimeoutMs (${electionTimeoutMs * 2})`);
@@ -262,7 +268,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     secret,
     nodes,
     raft: { tickMs, heartbeatMs, electionTimeoutMs },
-    sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs },
+    sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs, maxSessions },
     snapshot: { entries, keepTail },
     ledger: { retentionMs, abandonedAfterMs },
     auth,
@@ -375,6 +381,7 @@ function limitsSection(raw: Obj): ClientLimitsConfig {
     maxWaitsPerSession: int(l, 'maxWaitsPerSession', 'limits.maxWaitsPerSession', d.maxWaitsPerSession, 1, 10_000),
     maxWaitersPerLock: int(l, 'maxWaitersPerLock', 'limits.maxWaitersPerLock', d.maxWaitersPerLock, 1, 1_000_000),
     maxNameBytes: int(l, 'maxNameBytes', 'limits.maxNameBytes', d.maxNameBytes, 1, MACHINE_MAX_NAME_BYTES),
+    maxWatchesPerConnection: int(l, 'maxWatchesPerConnection', 'limits.maxWatchesPerConnection', d.maxWatchesPerConnection, 1, 1_000_000),
   };
 }
 

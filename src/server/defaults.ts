@@ -10,5 +10,6 @@ export function machineConfigFrom(cfg: ClusterConfig): MachineConfig {
     minTtlMs: cfg.sessions.minTtlMs,
     maxTtlMs: cfg.sessions.maxTtlMs,
     defaultLockDelayMs: cfg.sessions.lockDelayMs,
+    maxSessions: cfg.sessions.maxSessions,
   };
 }

@@ -82,28 +82,44 @@ export function acquireLimitProblem(l: ClientLimitsConfig, req: Request, machine
   return null;
 }
 
-/** The sessions one connection has opened or attached, bounded by maxSessionsPerConnection. */
+/** The sessions one connection has opened or attached, bounded by maxSessionsPerConnection.
+ *  A session is counted when it is requested, not when it is answered: pipelined opens
+ *  cannot overshoot the bound by their number. */
 export class ConnectionSessions {
   private readonly ids = new Set<number>();
+  /** openSession/attach requests admitted here and not yet answered. */
+  private readonly pending = new WeakSet<Request>();
+  private pendingCount = 0;
 
   constructor(private readonly max: number) {}
 
-  /** Why openSession/attach may not add a session here, or null. */
+  /** Why openSession/attach may not add a session here, or null (it is then counted). */
   problem(req: Request, machine: MachineView): WireError | null {
     if (req.op !== 'openSession' && req.op !== 'attach') return null;
     if (req.op === 'attach' && this.ids.has(req.session)) return null;
-    if (this.ids.size >= this.max) {
+    if (this.ids.size + this.pendingCount >= this.max) {
       // Sessions that expired or closed meanwhile no longer count (the SDK opens a new
       // session on the same connection after its old one expired). One this node has not
       // applied yet (it lags the leader that answered) is not gone.
       for (const id of this.ids) if (id <= machine.appliedIndex && machine.session(id) === null) this.ids.delete(id);
     }
-    if (this.ids.size < this.max) return null;
-    return limitExceeded(`this connection already carries ${this.ids.size} sessions, the limit (limits.maxSessionsPerConnection)`);
+    if (this.ids.size + this.pendingCount < this.max) {
+      this.pending.add(req);
+      this.pendingCount++;
+      return null;
+    }
+    const pending = this.pendingCount > 0 ? ` (${this.pendingCount} of them still being opened)` : '';
+    return limitExceeded(`this connection already carries ${this.ids.size + this.pendingCount} sessions${pending}, the limit (limits.maxSessionsPerConnection)`);
   }
 
-  /** Record what an answered request did to this connection's sessions. */
-  observe(req: Request, result: unknown): void {
+  /** Record what the answer to a request did to this connection's sessions (every answer,
+   *  refusals too: a counted request stops being pending either way). */
+  observe(req: Request, ok: boolean, result: unknown): void {
+    if (this.pending.has(req)) {
+      this.pending.delete(req);
+      this.pendingCount--;
+    }
+    if (!ok) return;
     if (req.op === 'openSession') {
       const id = (result as { session?: unknown } | null)?.session;
       if (typeof id === 'number') this.ids.add(id);

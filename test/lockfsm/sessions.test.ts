@@ -54,6 +54,16 @@ describe('sessions', () => {
     assert.equal(d.apply({ type: 'closeSession', session: s, seq: 22, ackedSeq: 21 }).result.type, 'ok');
   });
 
+  it('refuses an openSession beyond maxSessions, the same on every node; a close makes room', () => {
+    const d = new Driver({ ...TEST_CONFIG, maxSessions: 2 });
+    const [a] = [d.open(), d.open()];
+    const over = d.apply({ type: 'openSession', ttlMs: 5000 });
+    assert.equal(over.result.type === 'error' && over.result.code, 'LIMIT_EXCEEDED');
+    assert.deepEqual(over.events, []);
+    d.apply({ type: 'closeSession', session: a!, seq: 1 });
+    assert.equal(d.apply({ type: 'openSession', ttlMs: 5000 }).result.type, 'session');
+  });
+
   it('refuses TTLs outside the bounds or not integers', () => {
     const d = new Driver();
     for (const ttlMs of [TEST_CONFIG.minTtlMs - 1, TEST_CONFIG.maxTtlMs + 1, 1500.5, -1, Number.NaN]) {
