@@ -24,6 +24,10 @@ import { ClusterLink } from './link.js';
 import { LockTable, readLock, type AcquireOptions, type Lock, type TryAcquireOptions } from './lock.js';
 import { SessionManager } from './session.js';
 
+/** The session TTL when LockClientOptions.ttlMs is not given (the node's sessions.defaultTtlMs
+ *  default is the same; a test checks they agree). */
+export const DEFAULT_TTL_MS = 15_000;
+
 export interface LockClientOptions {
   /** Client URLs of cluster nodes (ws://host:port); any one reachable node is enough. */
   readonly endpoints: readonly string[];
@@ -103,7 +107,7 @@ export class LockClient {
       throw new InvalidArgumentError('endpoints: give at least one node URL');
     }
     const clock = options.clock ?? systemClock;
-    const ttlMs = options.ttlMs ?? 15_000;
+    const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
     const attemptTimeoutMs = Math.min(options.attemptTimeoutMs ?? 2_000, requestTimeoutMs);
     const maxClockDrift = options.maxClockDrift ?? 0.01;

@@ -2,6 +2,16 @@
 // field it is about, so a typo stops start-up with a message that says where to look.
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import {
+  DEFAULT_CLIENT_LIMITS,
+  DEFAULT_LEDGER,
+  DEFAULT_RAFT,
+  DEFAULT_SESSIONS,
+  DEFAULT_SNAPSHOT,
+  MACHINE_MAX_NAME_BYTES,
+  defaultMinTtlMs,
+  defaultSessionTtlMs,
+} from './defaults.js';
 
 export interface NodeConfig {
   readonly id: string;
@@ -130,26 +140,7 @@ export class ConfigError extends Error {
   }
 }
 
-const DEFAULT_RAFT: RaftTiming = { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 };
-const DEFAULT_SESSIONS: SessionLimits = { defaultTtlMs: 10_000, minTtlMs: 500, maxTtlMs: 3_600_000, lockDelayMs: 0, maxSessions: 100_000 };
-const DEFAULT_SNAPSHOT: SnapshotSettings = { entries: 20_000, keepTail: 5_000 };
-const DEFAULT_LEDGER: LedgerSettings = { retentionMs: 7 * 86_400_000, abandonedAfterMs: 30 * 86_400_000 };
-export const DEFAULT_CLIENT_LIMITS: ClientLimitsConfig = Object.freeze({
-  maxFrameBytes: 1 << 20,
-  maxBufferedBytes: 16 << 20,
-  maxConnectionsPerAddress: 256,
-  requestsPerSecond: 1_000,
-  requestBurst: 2_000,
-  maxSessionsPerConnection: 64,
-  maxLocksPerSession: 1_000,
-  maxWaitsPerSession: 100,
-  maxWaitersPerLock: 1_000,
-  maxNameBytes: 256,
-  maxWatchesPerConnection: 1_000,
-});
-/** The lock machine's own bound on names (lockfsm DEFAULT_MACHINE_CONFIG.maxNameLength);
- *  the node-side limit may only be tighter, so every node decides alike. */
-const MACHINE_MAX_NAME_BYTES = 256;
+export { DEFAULT_CLIENT_LIMITS } from './defaults.js';
 /** The wire's bound on any string (client-protocol MAX_STRING_BYTES). */
 const MAX_TOKEN_CHARS = 4096;
 
@@ -245,10 +236,11 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   const heartbeatMs = int(r, 'heartbeatMs', 'raft.heartbeatMs', DEFAULT_RAFT.heartbeatMs, tickMs, 10_000);
   const electionTimeoutMs = int(r, 'electionTimeoutMs', 'raft.electionTimeoutMs', DEFAULT_RAFT.electionTimeoutMs, heartbeatMs * 2, 60_000);
   const s = section(raw, 'sessions');
-  const minTtlMs = int(s, 'minTtlMs', 'sessions.minTtlMs', DEFAULT_SESSIONS.minTtlMs, 100, 86_400_000);
-  const maxTtlMs = int(s, 'maxTtlMs', 'sessions.maxTtlMs', DEFAULT_SESSIONS.maxTtlMs, minTtlMs, 86_400_000);
-  const defaultTtlMs = int(s, 'defaultTtlMs', 'sessions.defaultTtlMs', DEFAULT_SESSIONS.defaultTtlMs, minTtlMs, maxTtlMs);
-  const lockDelayMs = int(s, 'lockDelayMs', 'sessions.lockDelayMs', DEFAULT_SESSIONS.lockDelayMs, 0, 3_600_000);
+  const minTtlMs = int(s, 'minTtlMs', 'sessions.minTtlMs', defaultMinTtlMs(electionTimeoutMs), 100, 86_400_000);
+  const maxTtlMs = int(s, 'maxTtlMs', 'sessions.maxTtlMs', Math.max(DEFAULT_SESSIONS.maxTtlMs, minTtlMs), minTtlMs, 86_400_000);
+  const defaultTtlMs = int(s, 'defaultTtlMs', 'sessions.defaultTtlMs', defaultSessionTtlMs(minTtlMs, maxTtlMs), minTtlMs, maxTtlMs);
+  // The lock machine refuses a default lock-delay above its largest (a start-up crash otherwise).
+  const lockDelayMs = int(s, 'lockDelayMs', 'sessions.lockDelayMs', DEFAULT_SESSIONS.lockDelayMs, 0, DEFAULT_SESSIONS.maxLockDelayMs);
   const maxSessions = int(s, 'maxSessions', 'sessions.maxSessions', DEFAULT_SESSIONS.maxSessions, 1, 10_000_000);
   // A session must outlive a leader change, or every failover would expire sessions.
   if (minTtlMs < electionTimeoutMs * 2) {
