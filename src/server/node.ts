@@ -8,7 +8,7 @@ import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
 import { RaftNode, decodeConfChange } from '../raft/index.js';
 import type { ConfChange, Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
 import { RaftStorage } from '../storage/index.js';
-import { ClientServer, type ClientConnection } from '../transport/client-server.js';
+import { ClientServer, DEFAULT_PRE_AUTH, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
 import { isRequestError, parseRequest } from '../transport/validate.js';
 import type { MemberInfo, NodeStatus, Request, ServerEvent, WireError } from '../transport/client-protocol.js';
@@ -202,6 +202,7 @@ export class PalisadeNode {
       host: clientAddr.host,
       port: clientAddr.port,
       ...clientPortLimits(this.cfg.limits),
+      preAuth: DEFAULT_PRE_AUTH,
       ...clientPortTls(this.cfg, this.id),
       logger: this.log,
       onConnection: (conn) => this.onClientConnection(conn),
@@ -460,12 +461,16 @@ export class PalisadeNode {
     const gate = this.gate.open(conn);
     const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => gate.showsEvent(e) && conn.send(e) };
     this.sinks.set(conn, sink);
+    // The port's pre-authentication limits end once the gate knows who this is (at once
+    // when auth is off; after a hello with a valid token when it is on).
+    if (gate.who) conn.authenticated();
     conn.on('request', (req) => {
       void this.admit(gate, req).then((refused) => (refused ? fail(refused.code, refused.message) : this.handle(req, sink, gate.owner))).then((ans) => {
         gate.observe(req, ans);
         if (!ans.ok) this.ops?.onRejected(ans.error.code);
         conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
       });
+      if (gate.who) conn.authenticated(); // admit() has judged a hello synchronously
     });
     conn.on('close', () => {
       this.subs.dropConn(sink);

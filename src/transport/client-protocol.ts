@@ -26,6 +26,8 @@ export const CLOSE_CODES = {
   BAD_FRAME: 1007,
   /** A frame larger than the node accepts (after a FRAME_TOO_LARGE error when the id was readable). */
   FRAME_TOO_LARGE: 1009,
+  /** A client that did not authenticate in time (reason `HELLO_TIMEOUT: ...`). */
+  POLICY_VIOLATION: 1008,
   /** Too many connections from this client address (reason `TOO_MANY_CONNECTIONS: ...`). */
   TRY_AGAIN_LATER: 1013,
 } as const;

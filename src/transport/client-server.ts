@@ -9,7 +9,13 @@
 //     the connection is closed (1009);
 //   - a client that does not read what it is sent is disconnected once too much is queued;
 //   - a connection that sends faster than its token bucket allows is answered RATE_LIMITED;
-//   - an address with too many connections open has the next one closed (1013).
+//   - an address with too many connections open has the next one closed (1013);
+//   - until the server layer says a connection has authenticated (preAuth), its frames are
+//     at most a few KiB, it may send at most so many bytes in all, and it must authenticate
+//     within a deadline (1008 HELLO_TIMEOUT). Anyone can open a connection; this bounds what
+//     that costs before they have proven anything.
+// A frame refused for its size or rate is never decoded: its id is read by walking the
+// top-level map (peekRequestId), so the refusal can still name the request.
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
@@ -17,9 +23,10 @@ import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from './client-protocol.js';
 import { FrameError, decodeFrame, encodeFrame } from './codec.js';
+import { peekRequestId } from './msgpack-scan.js';
 import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
-import { isRequestError, parseRequest, recoverRequestId } from './validate.js';
+import { isRequestError, parseRequest } from './validate.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
 
 export interface ClientServerOptions {
@@ -41,7 +48,22 @@ export interface ClientServerOptions {
   readonly requestBurst?: number;
   /** Connections open at once from one remote address; more are closed with 1013. Default unlimited. */
   readonly maxConnectionsPerAddress?: number;
+  /** Limits of a connection until ClientConnection.authenticated() is called. Absent: every
+   *  connection counts as authenticated from the start. */
+  readonly preAuth?: PreAuthLimits;
 }
+
+/** What a connection may do before it has authenticated. */
+export interface PreAuthLimits {
+  /** Largest frame: FRAME_TOO_LARGE, then close 1009. */
+  readonly maxFrameBytes: number;
+  /** Bytes read from the socket in all; more cut it. */
+  readonly maxBytes: number;
+  /** Time to authenticate; then close 1008 HELLO_TIMEOUT. */
+  readonly deadlineMs: number;
+}
+
+export const DEFAULT_PRE_AUTH: PreAuthLimits = { maxFrameBytes: 4 * 1024, maxBytes: 64 * 1024, deadlineMs: 10_000 };
 
 export interface ClientConnectionEvents {
   request: [req: Request];
@@ -61,6 +83,8 @@ export interface ClientServerStats {
   rateLimited: number;
   /** Connections closed at once because their address had too many open. */
   refusedConnections: number;
+  /** Connections cut before authenticating: too many bytes, or the deadline passed. */
+  preAuthCuts: number;
 }
 
 const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -75,6 +99,8 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
   private closed = false;
   private corked = false;
   private readonly bucket: TokenBucket | null;
+  /** Until authenticated(): the limits in force, the bytes read so far, the deadline. */
+  private preAuth: { readonly limits: PreAuthLimits; received: number; readonly timer: NodeJS.Timeout; readonly onData: (chunk: Buffer) => void } | null = null;
 
   /** @internal constructed by ClientServer */
   constructor(
@@ -87,6 +113,43 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
     super();
     const { requestsPerSecond, requestBurst } = server;
     this.bucket = requestsPerSecond > 0 ? new TokenBucket(requestsPerSecond, requestBurst, () => performance.now()) : null;
+    if (server.preAuth) this.startPreAuth(server.preAuth);
+  }
+
+  /** The connection has authenticated: the pre-authentication limits no longer apply. */
+  authenticated(): void {
+    const p = this.preAuth;
+    if (!p) return;
+    this.preAuth = null;
+    clearTimeout(p.timer);
+    this.socket.off('data', p.onData);
+  }
+
+  private startPreAuth(limits: PreAuthLimits): void {
+    // Counted on the stream, not per message: ws would otherwise buffer a whole large frame
+    // (up to twice maxFrameBytes) before anything here could refuse it.
+    const onData = (chunk: Buffer): void => {
+      const p = this.preAuth;
+      if (!p) return;
+      p.received += chunk.length;
+      if (p.received > limits.maxBytes) this.cutBeforeAuth(`sent over ${limits.maxBytes} bytes before authenticating`);
+    };
+    const timer = setTimeout(() => {
+      this.server.stats.preAuthCuts += 1;
+      this.server.log.info({ conn: this.id, remote: this.remoteAddress, deadlineMs: limits.deadlineMs }, 'client did not authenticate in time; closing');
+      closeGracefully(this.ws, CLOSE_CODES.POLICY_VIOLATION, `HELLO_TIMEOUT: say hello with a valid token within ${limits.deadlineMs} ms`);
+    }, limits.deadlineMs);
+    timer.unref();
+    this.preAuth = { limits, received: 0, timer, onData };
+    this.socket.on('data', onData);
+  }
+
+  private cutBeforeAuth(why: string): void {
+    if (this.closed) return;
+    this.server.stats.preAuthCuts += 1;
+    this.server.log.info({ conn: this.id, remote: this.remoteAddress, why }, 'cutting an unauthenticated client connection');
+    this.authenticated(); // stop counting; the socket is going
+    this.ws.terminate();
   }
 
   get isOpen(): boolean {
@@ -155,18 +218,20 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
       return;
     }
     const bytes = rawBytes(data);
-    if (bytes.length > s.maxFrameBytes) {
+    const limit = this.preAuth ? Math.min(this.preAuth.limits.maxFrameBytes, s.maxFrameBytes) : s.maxFrameBytes;
+    if (bytes.length > limit) {
       s.stats.oversizeFrames += 1;
-      const id = readIdLeniently(bytes);
-      s.log.warn({ conn: this.id, remote: this.remoteAddress, bytes: bytes.length, limit: s.maxFrameBytes }, 'client frame too large');
-      if (id !== undefined) this.sendError(id, 'FRAME_TOO_LARGE', `frame of ${bytes.length} bytes exceeds the limit of ${s.maxFrameBytes}`);
+      const id = peekRequestId(bytes);
+      s.log.info({ conn: this.id, remote: this.remoteAddress, bytes: bytes.length, limit, authenticated: !this.preAuth }, 'client frame too large');
+      const before = this.preAuth ? ' before hello' : '';
+      if (id !== undefined) this.sendError(id, 'FRAME_TOO_LARGE', `frame of ${bytes.length} bytes exceeds the limit of ${limit}${before}`);
       this.closeForBadFrame(CLOSE_CODES.FRAME_TOO_LARGE, 'FRAME_TOO_LARGE');
       return;
     }
     if (this.bucket && !this.bucket.take()) {
       // Every frame costs a token, valid or not: decoding and validating are work too.
       s.stats.rateLimited += 1;
-      const id = readIdLeniently(bytes);
+      const id = peekRequestId(bytes);
       if (id !== undefined) this.sendError(id, 'RATE_LIMITED', `more than ${s.requestsPerSecond} requests per second on this connection; back off and retry`);
       else this.closeForBadFrame(CLOSE_CODES.BAD_FRAME, 'BAD_FRAME: no usable request id');
       return;
@@ -204,6 +269,7 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
   /** @internal */
   handleClose(code: number, reason: string): void {
     if (this.closed) return;
+    this.authenticated(); // clears the deadline timer
     this.closed = true;
     try {
       this.emit('close', code, reason);
@@ -229,6 +295,7 @@ interface ClientServerInternals {
   readonly maxBufferedBytes: number;
   readonly requestsPerSecond: number;
   readonly requestBurst: number;
+  readonly preAuth: PreAuthLimits | null;
   readonly stats: ClientServerStats;
 }
 
@@ -253,6 +320,7 @@ export class ClientServer {
       maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
       requestsPerSecond,
       requestBurst: options.requestBurst ?? Math.max(1, requestsPerSecond),
+      preAuth: options.preAuth ?? null,
       stats: {
         connections: 0,
         requests: 0,
@@ -262,6 +330,7 @@ export class ClientServer {
         slowConsumerDisconnects: 0,
         rateLimited: 0,
         refusedConnections: 0,
+        preAuthCuts: 0,
       },
     };
     this.maxConnectionsPerAddress = options.maxConnectionsPerAddress ?? Infinity;
@@ -357,15 +426,6 @@ export class ClientServer {
     }
     ws.on('error', () => {}); // the client may vanish before the close handshake ends
     closeGracefully(ws, CLOSE_CODES.TRY_AGAIN_LATER, `TOO_MANY_CONNECTIONS: at most ${this.maxConnectionsPerAddress} from one address`);
-  }
-}
-
-/** The id of an oversize frame, if it decodes at all (it is closed either way). */
-function readIdLeniently(bytes: Uint8Array): number | undefined {
-  try {
-    return recoverRequestId(decodeFrame(bytes));
-  } catch {
-    return undefined;
   }
 }
 

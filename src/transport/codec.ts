@@ -21,6 +21,18 @@ export class FrameError extends Error {
 /** Deeper than any frame of ours; bounds the work a hostile frame can ask for. */
 export const MAX_FRAME_DEPTH = 32;
 
+/** A frame may decode to at most OBJECTS_BASE + its length / BYTES_PER_OBJECT maps, arrays,
+ *  strings and binaries (msgpack-scan.ts). Our own frames spend well over 4 bytes on each
+ *  (a map entry carries its key, a Raft entry its term and index); an array of empty maps
+ *  spends one. The base leaves small frames of any shape alone. */
+export const OBJECTS_BASE = 256;
+export const BYTES_PER_OBJECT = 4;
+
+/** The most objects a frame of `byteLength` bytes may decode to. */
+export function maxObjectsFor(byteLength: number): number {
+  return OBJECTS_BASE + Math.floor(byteLength / BYTES_PER_OBJECT);
+}
+
 // msgpackr's typings miss `skipValues`: leave out properties whose value is undefined (as
 // JSON does) instead of writing msgpackr's private "undefined" extension.
 const packrOptions: Options & { skipValues: unknown[] } = {
@@ -57,7 +69,7 @@ export function decodeFrame(bytes: Uint8Array, options: DecodeOptions = {}): unk
     throw new FrameError('FRAME_TOO_LARGE', `frame of ${bytes.length} bytes exceeds the limit of ${options.maxBytes}`);
   }
   if (bytes.length === 0) throw new FrameError('BAD_FRAME', 'empty frame');
-  const problem = scanMsgpack(bytes, { maxDepth: MAX_FRAME_DEPTH });
+  const problem = scanMsgpack(bytes, { maxDepth: MAX_FRAME_DEPTH, maxObjects: maxObjectsFor(bytes.length) });
   if (problem !== null) throw new FrameError('BAD_FRAME', `malformed msgpack: ${problem}`);
   // A plain Uint8Array view (not a Buffer) makes msgpackr return plain Uint8Array binaries.
   const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);

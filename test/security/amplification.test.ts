@@ -1,0 +1,108 @@
+// Decode amplification, against a real 3-node cluster with auth on: a separate process
+// (flood.ts) pushes megabytes of the frames that cost a decoder most per byte (arrays of
+// empty maps) at the leader's client port before hello, at its peer port before the
+// handshake, and at its client port after hello, while an honest client measures its own
+// linearizable reads on the same node. The leader must keep leadership, the honest client
+// must keep being served promptly, and the node's memory must stay bounded.
+//
+// Before the fix, five 1 MiB frames on one unauthenticated connection delayed another
+// client's request by 5 s and cost the leader its leadership (every frame was decoded,
+// oversize and rate-limited ones included, and each byte could become a JS object).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, TestCluster } from '../integration/cluster-harness.js';
+import { WireClient } from './wire-client.js';
+
+const TOKEN = 'amplification-test-token-0123456789';
+const ATTACK_MS = 6000;
+
+/** Peak resident set size of a process so far (Linux: VmHWM), in MB. */
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** The node's longest event-loop delay since its metrics were last read, in ms. */
+async function eventLoopMaxMs(httpUrl: string): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', httpUrl))).text();
+  const m = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})?\s+(\S+)/m.exec(text);
+  return m ? Number(m[1]) * 1000 : NaN;
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+function flood(plan: Record<string, unknown>): Promise<Record<string, number>> {
+  const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/security/flood.ts'), JSON.stringify(plan)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve, reject) => {
+    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Record<string, number>) : reject(new Error(`flood exited with ${code}`))));
+  });
+}
+
+describe('decode amplification before and after authentication', () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await TestCluster.started({
+      extraConfig: { auth: { tokens: [{ name: 'app', token: TOKEN }] } },
+      credentials: { token: TOKEN },
+    });
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  test('megabytes of hostile frames on both ports: the leader keeps leading and serving', async () => {
+    const leaderId = await c.waitForLeader();
+    const leader = c.node(leaderId);
+    const termBefore = (await c.status(leaderId))!.term;
+    const honest = await WireClient.authenticated(leader.clientUrl, TOKEN);
+    await honest.ok({ op: 'get', name: 'amp/x' });
+    const rssBefore = peakRssMb(c.pid(leaderId));
+    await eventLoopMaxMs(leader.httpUrl); // resets the node's event-loop histogram
+
+    const attack = flood({ clientUrl: leader.clientUrl, peerUrl: leader.peerUrl, durationMs: ATTACK_MS, token: TOKEN });
+    const latencies: number[] = [];
+    const until = Date.now() + ATTACK_MS;
+    while (Date.now() < until) {
+      const t0 = performance.now();
+      const r = await honest.call({ op: 'get', name: 'amp/x' }, 10_000);
+      latencies.push(performance.now() - t0);
+      assert.ok(r.ok, `the honest read failed: ${JSON.stringify(r)}`);
+    }
+    const sent = await attack;
+    const loopMaxMs = await eventLoopMaxMs(leader.httpUrl);
+    const rssPeak = peakRssMb(c.pid(leaderId));
+    const statuses = await c.statuses();
+    const termAfter = (await c.status(leaderId))?.term;
+    honest.close();
+
+    latencies.sort((a, b) => a - b);
+    const figures = {
+      attackMs: ATTACK_MS,
+      sentMiB: Object.fromEntries(Object.entries(sent).map(([k, v]) => [k, k.endsWith('Bytes') ? Math.round(v / (1 << 20)) : v])),
+      honestReads: latencies.length,
+      honestP50Ms: +quantile(latencies, 0.5).toFixed(1),
+      honestP99Ms: +quantile(latencies, 0.99).toFixed(1),
+      honestMaxMs: +latencies[latencies.length - 1]!.toFixed(1),
+      leaderChanges: statuses.some((s) => s?.leader !== leaderId) || termAfter !== termBefore ? 'yes' : 0,
+      termBefore,
+      termAfter,
+      leaderPeakRssMb: { before: Math.round(rssBefore), after: Math.round(rssPeak) },
+      leaderEventLoopMaxMs: +loopMaxMs.toFixed(1),
+    };
+    console.log(`amplification figures: ${JSON.stringify(figures)}`);
+
+    for (const n of c.nodes) assert.ok(c.procs.has(n.id), `node ${n.id} exited`);
+    assert.equal(termAfter, termBefore, 'the leader lost its term');
+    assert.ok(statuses.every((s) => s?.leader === leaderId), `leadership moved: ${JSON.stringify(statuses.map((s) => s?.leader))}`);
+    assert.ok(sent.clientPreAuthBytes! + sent.peerPreAuthBytes! > 100 * (1 << 20), 'the flood pushed less than 100 MiB');
+    assert.ok(figures.honestMaxMs < 1000, `an honest read took ${figures.honestMaxMs} ms`);
+    assert.ok(rssPeak < 400, `the leader's peak RSS reached ${rssPeak} MB`);
+  });
+});
