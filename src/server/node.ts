@@ -23,6 +23,7 @@ import { machineConfigFrom } from './defaults.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
 import { joinCluster } from './join.js';
+import { PeerIdentityGate, isIdentityApp } from './peer-identity.js';
 import { RaftDriver } from './raft-driver.js';
 import { ProposalLost, ProposalTimeout, ProposalTracker } from './proposals.js';
 import { AppliedWaiters, ReadIndexBatcher, ReadUnavailable } from './read-barrier.js';
@@ -59,6 +60,7 @@ export class PalisadeNode {
   private machine!: LockMachine;
   private driver!: RaftDriver;
   private peers!: PeerTransport;
+  private identities!: PeerIdentityGate;
   private clients!: ClientServer;
   private reads!: ReadIndexBatcher;
 
@@ -189,12 +191,17 @@ export class PalisadeNode {
       maxFrameBytes: 64 << 20,
       ...peerPortTls(this.cfg, this.id),
     });
+    this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.storage.storageId, store: this.storage, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why)) });
+    await this.identities.load();
+    this.peers.on('peerUp', (peer: NodeId) => this.identities.onPeerUp(peer));
+    this.peers.on('peerDown', (peer: NodeId) => this.identities.onPeerDown(peer));
     this.peers.on('raft', (from: NodeId, msgs: readonly Message[]) => {
+      if (!this.identities.admits(from)) return; // its storage is not (yet) the one we know
       this.ops?.onRaftReceived(from, msgs);
       for (const m of msgs) this.raft.step(m);
       this.driver.kick();
     });
-    this.peers.on('app', (from: NodeId, payload: unknown) => this.onPeerApp(from, payload as PeerApp));
+    this.peers.on('app', (from: NodeId, p: unknown) => (isIdentityApp(p) ? this.identities.onApp(from, p) : this.onPeerApp(from, p as PeerApp)));
     await this.peers.start();
 
     const clientAddr = parseWsUrl(this.self.clientUrl, 'clientUrl');
@@ -248,7 +255,7 @@ export class PalisadeNode {
   }
 
   private onFatal(err: Error): void {
-    this.log.fatal({ err }, 'stopping: storage failed');
+    this.log.fatal({ err }, `stopping: ${err.message}`);
     void this.stop().finally(() => process.exit(2));
   }
 
@@ -322,6 +329,7 @@ export class PalisadeNode {
     // any more), so tell it directly before its link is closed. Any node that applied the
     // entry knows the removal is committed, whoever its leader was.
     if (cc.type === 'remove' && cc.node !== this.id) this.peers?.sendApp(cc.node, { t: 'removed', index: e.index } satisfies PeerApp);
+    if (cc.type === 'remove') this.identities?.forget(cc.node);
     this.peers?.setPeers(this.members.peerMap(this.id, [...conf.voters, ...conf.learners]));
     if (e.index > this.bootstrapLength()) this.log.info({ change: cc.type, member: cc.node, index: e.index, voters: conf.voters, learners: conf.learners }, 'membership changed');
     if (cc.type === 'remove' && cc.node === this.id) this.removedBy(e.index);

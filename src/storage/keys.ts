@@ -4,6 +4,7 @@
 //   "hard"            HardState
 //   "snap"            the latest Snapshot (metadata and data in one value)
 //   "join"            present when the node was started to join a running cluster
+//   "peer/" + id      the storage id this node first saw that peer present (peer-identity.ts)
 //   "e" + u64be(i)    the log entry at index i
 //
 // Entry keys are big-endian so that LevelDB's byte order is log order: a range scan reads
@@ -15,6 +16,11 @@ export const META_KEY = ascii('meta');
 export const HARD_STATE_KEY = ascii('hard');
 export const SNAPSHOT_KEY = ascii('snap');
 export const JOINING_KEY = ascii('join');
+export const PEER_PREFIX = 'peer/';
+
+export function peerKey(id: string): Uint8Array {
+  return ascii(PEER_PREFIX + id);
+}
 
 const ENTRY_PREFIX = 0x65; // "e"
 const ENTRY_KEY_BYTES = 9;

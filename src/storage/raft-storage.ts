@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { Level } from 'level';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import { StorageError } from './errors.js';
-import { ALL_ENTRIES, HARD_STATE_KEY, JOINING_KEY, META_KEY, SNAPSHOT_KEY, entryIndexOf, entryKey, keyName } from './keys.js';
+import { ALL_ENTRIES, HARD_STATE_KEY, JOINING_KEY, META_KEY, PEER_PREFIX, SNAPSHOT_KEY, entryIndexOf, entryKey, keyName, peerKey } from './keys.js';
 import {
   CorruptValue,
   STORAGE_FORMAT,
@@ -278,6 +278,24 @@ export class RaftStorage {
   /** Whether markJoining was ever called on this data directory. */
   async isJoining(): Promise<boolean> {
     return (await this.db.get(JOINING_KEY)) !== undefined;
+  }
+
+  /** The storage id recorded for each peer (see src/server/peer-identity.ts). */
+  async peerStorageIds(): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const dec = new TextDecoder();
+    const lo = peerKey('');
+    const hi = peerKey('\uffff');
+    for await (const [k, v] of this.db.iterator({ gte: lo, lt: hi })) out.set(dec.decode(k).slice(PEER_PREFIX.length), dec.decode(v));
+    return out;
+  }
+
+  recordPeerStorageId(peer: string, storageId: string): Promise<void> {
+    return this.serially(() => this.writeSync([{ type: 'put', key: peerKey(peer), value: new TextEncoder().encode(storageId) }]));
+  }
+
+  forgetPeerStorageId(peer: string): Promise<void> {
+    return this.serially(() => this.writeSync([{ type: 'del', key: peerKey(peer) }]));
   }
 
   /** Delete the entries up to `upTo`, which the stored snapshot must cover. */
