@@ -38,8 +38,9 @@ program
   .requiredOption('--config <file>', 'cluster config file')
   .requiredOption('--id <id>', 'this node\'s id in the config')
   .option('--join <urls>', 'join the running cluster at these client URLs (a new node with an empty data directory)')
+  .option('--allow-insecure', 'start even with the published default secret or plain ws:// peer links on a non-loopback address')
   .addOption(logLevel())
-  .action(async (o: { config: string; id: string; logLevel: string; join?: string }) => (await import('./serve.js')).serve(o));
+  .action(async (o: { config: string; id: string; logLevel: string; join?: string; allowInsecure?: boolean }) => (await import('./serve.js')).serve(o));
 
 program
   .command('cluster')

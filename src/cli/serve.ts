@@ -1,12 +1,27 @@
 // `palisade serve`: run one node until SIGTERM/SIGINT.
 import { pino } from 'pino';
 import { loadConfig, nodeById } from '../server/config.js';
+import { secureDataDir } from '../server/data-dir.js';
+import { exposureProblems } from '../server/exposure.js';
 import { PalisadeNode } from '../server/node.js';
 
-export async function serve(opts: { config: string; id: string; logLevel: string; join?: string }): Promise<void> {
+export async function serve(opts: { config: string; id: string; logLevel: string; join?: string; allowInsecure?: boolean }): Promise<void> {
   const config = loadConfig(opts.config);
-  nodeById(config, opts.id);
+  const self = nodeById(config, opts.id);
   const logger = pino({ level: opts.logLevel, base: { node: opts.id, pid: process.pid } });
+  const insecure = exposureProblems(config, self);
+  if (insecure.length > 0 && !opts.allowInsecure) {
+    for (const p of insecure) process.stderr.write(`palisade serve: refusing to start: ${p}\n`);
+    process.stderr.write('palisade serve: (to run like this anyway, on a network you trust, pass --allow-insecure)\n');
+    process.exit(1);
+  }
+  for (const p of insecure) logger.warn(`running insecurely (--allow-insecure): ${p}`);
+  try {
+    secureDataDir(self.dataDir);
+  } catch (e) {
+    process.stderr.write(`palisade serve: cannot prepare the data directory ${self.dataDir}: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
   let stopping = false;
   const shutdown = (why: string) => {
     if (stopping) return;
