@@ -16,6 +16,7 @@ import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from './config.js';
 import { nodeById, parseWsUrl } from './config.js';
 import { NodeOps } from './http/index.js';
+import { HttpApi, apiNodeOf } from './http-api/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { ClientGate, type ConnectionGate } from './client-gate.js';
 import { acquireLimitProblem, clientPortLimits } from './limits.js';
@@ -213,6 +214,7 @@ export class PalisadeNode {
       ...clientPortTls(this.cfg, this.id),
       logger: this.log,
       onConnection: (conn) => this.onClientConnection(conn),
+      onHttpRequest: new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.serve(g, r, s)), limits: this.cfg.limits, logger: this.log }).handle,
     });
     await this.clients.start();
 
@@ -473,17 +475,22 @@ export class PalisadeNode {
     // when auth is off; after a hello with a valid token when it is on).
     if (gate.who) conn.authenticated();
     conn.on('request', (req) => {
-      void this.admit(gate, req).then((refused) => (refused ? fail(refused.code, refused.message) : this.handle(req, sink, gate.owner))).then((ans) => {
-        gate.observe(req, ans);
-        if (!ans.ok) this.ops?.onRejected(ans.error.code);
-        conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
-      });
+      void this.serve(gate, req, sink).then((ans) => conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error }));
       if (gate.who) conn.authenticated(); // admit() has judged a hello synchronously
     });
     conn.on('close', () => {
       this.subs.dropConn(sink);
       this.sinks.delete(conn);
     });
+  }
+
+  /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
+  private async serve(gate: ConnectionGate, req: Request, sink: EventSink | null): Promise<Answer> {
+    const refused = await this.admit(gate, req);
+    const ans = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
+    gate.observe(req, ans);
+    if (!ans.ok) this.ops?.onRejected(ans.error.code);
+    return ans;
   }
 
   /** The gate's refusal of `req`, or null to serve it. A scoped token's use of a session is

@@ -17,6 +17,7 @@
 // A frame refused for its size or rate is never decoded: its id is read by walking the
 // top-level map (peekRequestId), so the refusal can still name the request.
 import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -51,6 +52,8 @@ export interface ClientServerOptions {
   /** Limits of a connection until ClientConnection.authenticated() is called. Absent: every
    *  connection counts as authenticated from the start. */
   readonly preAuth?: PreAuthLimits;
+  /** Plain HTTP requests on the same port (the HTTP/JSON API); without it they get 426. */
+  readonly onHttpRequest?: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 /** What a connection may do before it has authenticated. */
@@ -346,6 +349,7 @@ export class ClientServer {
         maxPayload: this.internals.maxFrameBytes * HARD_LIMIT_FACTOR,
         logger: this.internals.log,
         what: 'client',
+        ...(this.options.onHttpRequest ? { onHttpRequest: this.options.onHttpRequest } : {}),
       },
       (ws, req) => this.accept(ws, req.socket),
     );

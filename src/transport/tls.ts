@@ -2,7 +2,7 @@
 // HTTP or HTTPS. A URL with wss:// means TLS on; the transport modules take a TlsMaterial
 // (or none) and never read files themselves, so a missing file is one start-up error here.
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -72,6 +72,8 @@ export interface WsListenOptions {
   readonly logger: Logger;
   /** Names the port in log lines ("client", "peer"). */
   readonly what: string;
+  /** Plain HTTP requests (not upgrades) on this port; without it they are answered 426. */
+  readonly onHttpRequest?: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 /** A ws server on its own HTTP(S) server; close() stops both. */
@@ -95,8 +97,9 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
       })
     : createHttpServer();
   const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
-  // Only WebSocket upgrades are served here; a plain HTTP request is told so at once.
-  server.on('request', (_req, res) => {
+  // Without an HTTP handler only WebSocket upgrades are served; a plain request is told so.
+  server.on('request', (req, res) => {
+    if (opts.onHttpRequest) return opts.onHttpRequest(req, res);
     res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
     res.end('this port speaks WebSocket only\n');
   });

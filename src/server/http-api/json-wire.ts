@@ -1,0 +1,56 @@
+// JSON <-> the client protocol's values. Fencing tokens are log indexes that grow without
+// bound; JSON numbers lose integers past 2^53 in most languages' parsers, so every token
+// leaves the node as a decimal string and may come in as one. Key-value values are bytes
+// on the wire: JSON carries them as UTF-8 text (`value`) or base64 (`valueBase64`).
+import { ApiError } from './errors.js';
+
+/** Result fields that hold a fencing token. */
+const TOKEN_FIELDS: ReadonlySet<string> = new Set(['token', 'currentToken']);
+
+/** A copy of `x` with every token field as a decimal string, and bytes as text + base64. */
+export function toJsonTokens(x: unknown): unknown {
+  if (x instanceof Uint8Array) return bytesToJson(x);
+  if (Array.isArray(x)) return x.map(toJsonTokens);
+  if (x === null || typeof x !== 'object') return x;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(x)) {
+    if (TOKEN_FIELDS.has(k) && typeof v === 'number') out[k] = String(v);
+    else if (k === 'value' && v instanceof Uint8Array) Object.assign(out, bytesToJson(v));
+    else out[k] = toJsonTokens(v);
+  }
+  return out;
+}
+
+/** `value` as text when the bytes are UTF-8, and always `valueBase64`. */
+function bytesToJson(b: Uint8Array): { value?: string; valueBase64: string } {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const text = buf.toString('utf8');
+  const exact = Buffer.from(text, 'utf8').equals(buf);
+  return { ...(exact ? { value: text } : {}), valueBase64: buf.toString('base64') };
+}
+
+/** A token from JSON: a decimal string or a number; anything else is left for the
+ *  request validator to refuse with its usual message. */
+export function tokenFromJson(x: unknown, field: string): unknown {
+  if (typeof x !== 'string') return x;
+  if (!/^[0-9]{1,20}$/.test(x)) throw new ApiError(400, 'INVALID_ARGUMENT', `${field}: expected a token as a decimal string`);
+  const n = Number(x);
+  if (!Number.isSafeInteger(n)) throw new ApiError(400, 'INVALID_ARGUMENT', `${field}: token ${x} is beyond what this node can represent`);
+  return n;
+}
+
+/** The bytes of a key-value write: `value` (UTF-8 text) or `valueBase64`. */
+export function valueFromJson(body: Readonly<Record<string, unknown>>): Uint8Array | undefined {
+  const text = body.value;
+  const b64 = body.valueBase64;
+  if (text !== undefined && text !== null && b64 !== undefined && b64 !== null) {
+    throw new ApiError(400, 'INVALID_ARGUMENT', 'give either value or valueBase64, not both');
+  }
+  if (typeof text === 'string') return new Uint8Array(Buffer.from(text, 'utf8'));
+  if (typeof b64 === 'string') {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 !== 0) throw new ApiError(400, 'INVALID_ARGUMENT', 'valueBase64: expected base64');
+    return new Uint8Array(Buffer.from(b64, 'base64'));
+  }
+  if (text !== undefined && text !== null) throw new ApiError(400, 'INVALID_ARGUMENT', 'value: expected a string (or send valueBase64)');
+  return undefined;
+}

@@ -1,0 +1,105 @@
+// The HTTP/JSON API on the client port (docs/http-api.md): every request becomes one
+// client-protocol request, checked by the same validator and served by the same gate and
+// dispatch as a websocket frame. What HTTP adds is only the mapping: JSON bodies in, JSON
+// out with tokens as decimal strings, the bearer token from the Authorization header, and
+// HTTP statuses for the protocol's error codes.
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { PROTOCOL_VERSION, type Request } from '../../transport/client-protocol.js';
+import { TokenBucket } from '../../transport/rate-limit.js';
+import { isRequestError, parseRequest } from '../../transport/validate.js';
+import type { ClientLimitsConfig } from '../config.js';
+import type { ApiNode } from './api-node.js';
+import { readJsonBody } from './body.js';
+import { ApiError, sendError, sendJson } from './errors.js';
+import { toJsonTokens } from './json-wire.js';
+import { acquireWithWait } from './long-poll.js';
+import { API_PREFIX, OPENAPI_PATH, findRoute, waitMsOf, type Input } from './routes.js';
+
+/** The OpenAPI document, shipped in web/ (same relative path from src/ and dist/). */
+export const OPENAPI_FILE = new URL('../../../web/openapi.json', import.meta.url);
+
+export interface HttpApiOptions {
+  readonly node: ApiNode;
+  readonly limits: ClientLimitsConfig;
+  readonly logger: Logger;
+}
+
+export class HttpApi {
+  /** One token bucket per TCP connection, like one per websocket connection. */
+  private readonly buckets = new WeakMap<Socket, TokenBucket>();
+  private readonly log: Logger;
+
+  constructor(private readonly opts: HttpApiOptions) {
+    this.log = opts.logger.child({ component: 'http-api' });
+  }
+
+  /** The client port's handler for plain HTTP requests. */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.serve(req, res).catch((e: unknown) => {
+      if (e instanceof ApiError) return sendError(res, { code: e.code, message: e.message }, e.status, e.headers);
+      this.log.error({ err: e, url: req.url?.slice(0, 200) }, 'http api request failed');
+      if (!res.headersSent) sendError(res, { code: 'INTERNAL', message: 'internal error' });
+      else res.destroy();
+    });
+  };
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://node');
+    const method = req.method ?? 'GET';
+    if (!this.takeToken(req.socket)) {
+      const rps = this.opts.limits.requestsPerSecond;
+      throw new ApiError(429, 'RATE_LIMITED', `more than ${rps} requests per second on this connection; back off and retry`, { 'retry-after': '1' });
+    }
+    if (url.pathname === OPENAPI_PATH) {
+      if (method !== 'GET') throw new ApiError(405, 'UNKNOWN_OP', `${OPENAPI_PATH} takes GET`, { allow: 'GET' });
+      const doc = await readFile(OPENAPI_FILE);
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': doc.length, 'cache-control': 'no-store' });
+      res.end(doc);
+      return;
+    }
+    if (!url.pathname.startsWith(API_PREFIX + '/')) {
+      throw new ApiError(404, 'UNKNOWN_OP', `no such path: ${url.pathname.slice(0, 200)} (the HTTP API is under ${API_PREFIX}/; websocket clients upgrade)`);
+    }
+    const route = findRoute(method, url.pathname);
+    const input: Input = method === 'POST' ? await readJsonBody(req, this.opts.limits.maxFrameBytes) : Object.fromEntries(url.searchParams);
+    const gate = this.opts.node.openGate(req.socket.remoteAddress ?? 'unknown');
+    // Authentication is the websocket hello's, with the bearer token of this request.
+    const token = bearerToken(req.headers.authorization);
+    const hello = await this.opts.node.serve(gate, { id: 0, op: 'hello', version: PROTOCOL_VERSION, ...(token !== undefined ? { token } : {}) }, null);
+    if (!hello.ok) {
+      const message = token === undefined ? 'this cluster requires a token: send "Authorization: Bearer <token>"' : 'the token was not accepted';
+      return sendError(res, { code: hello.error.code, message }, undefined, { 'www-authenticate': 'Bearer' });
+    }
+    const waitMs = route.op === 'acquire' ? waitMsOf(input) : 0;
+    const parsed = parseRequest({ ...route.fields(input), id: 0, op: route.op });
+    if (isRequestError(parsed)) return sendError(res, parsed.error);
+    const answer = waitMs > 0 ? await acquireWithWait(this.opts.node, gate, parsed as Extract<Request, { op: 'acquire' }>, waitMs, closed(res)) : await this.opts.node.serve(gate, parsed, null);
+    if (!answer.ok) return sendError(res, answer.error);
+    sendJson(res, 200, toJsonTokens(answer.result ?? null));
+  }
+
+  private takeToken(socket: Socket): boolean {
+    const { requestsPerSecond, requestBurst } = this.opts.limits;
+    if (requestsPerSecond <= 0) return true;
+    let b = this.buckets.get(socket);
+    if (!b) this.buckets.set(socket, (b = new TokenBucket(requestsPerSecond, Math.max(1, requestBurst), () => performance.now())));
+    return b.take();
+  }
+}
+
+/** The token of `Authorization: Bearer <token>`; undefined when there is no header. */
+function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  if (!m) throw new ApiError(401, 'UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"', { 'www-authenticate': 'Bearer' });
+  return m[1];
+}
+
+/** Resolves when the client goes away before its answer was sent. */
+function closed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => res.once('close', () => resolve()));
+}
