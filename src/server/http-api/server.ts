@@ -65,15 +65,16 @@ export class HttpApi {
       throw new ApiError(404, 'UNKNOWN_OP', `no such path: ${url.pathname.slice(0, 200)} (the HTTP API is under ${API_PREFIX}/; websocket clients upgrade)`);
     }
     const route = findRoute(method, url.pathname);
-    const input: Input = method === 'POST' ? await readJsonBody(req, this.opts.limits.maxFrameBytes) : Object.fromEntries(url.searchParams);
     const gate = this.opts.node.openGate(req.socket.remoteAddress ?? 'unknown');
     // Authentication is the websocket hello's, with the bearer token of this request.
     const token = bearerToken(req.headers.authorization);
     const hello = await this.opts.node.serve(gate, { id: 0, op: 'hello', version: PROTOCOL_VERSION, ...(token !== undefined ? { token } : {}) }, null);
     if (!hello.ok) {
       const message = token === undefined ? 'this cluster requires a token: send "Authorization: Bearer <token>"' : 'the token was not accepted';
-      return sendError(res, { code: hello.error.code, message }, undefined, { 'www-authenticate': 'Bearer' });
+      return sendError(res, { code: hello.error.code, message }, undefined, { 'www-authenticate': 'Bearer', connection: 'close' });
     }
+    // The body is read only once the token is accepted: an unauthenticated client costs no more than its headers.
+    const input: Input = method === 'POST' ? await readJsonBody(req, this.opts.limits.maxFrameBytes) : Object.fromEntries(url.searchParams);
     const waitMs = route.op === 'acquire' ? waitMsOf(input) : 0;
     const parsed = parseRequest({ ...route.fields(input), id: 0, op: route.op });
     if (isRequestError(parsed)) return sendError(res, parsed.error);
