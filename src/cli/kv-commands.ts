@@ -20,6 +20,7 @@ import {
   type WriteOptions,
 } from '../client/index.js';
 import { explainFailure, sdkCredentials } from './credentials.js';
+import { Interrupts, interrupted } from './interrupt.js';
 
 export { KV_EXIT };
 
@@ -36,10 +37,16 @@ function say(msg: string): void {
   process.stderr.write(`palisade: ${msg}\n`);
 }
 
+/** The guard installed by connect(): one command runs per process, and it stays installed
+ *  until the process exits, so Ctrl-C at any phase closes the session first. */
+let guard: Interrupts | null = null;
+
 async function connect(endpoints: string[], ttlMs?: number): Promise<LockClient | number> {
+  guard = Interrupts.install();
   try {
-    return await LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) });
+    return await guard.session(LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) }));
   } catch (e) {
+    if (interrupted()) return 1;
     say(`cannot reach the cluster: ${explainFailure(e)}`);
     return e instanceof InvalidArgumentError ? KV_EXIT.USAGE : KV_EXIT.UNAVAILABLE;
   }
@@ -47,6 +54,7 @@ async function connect(endpoints: string[], ttlMs?: number): Promise<LockClient 
 
 /** The exit code for a failed write, after saying why. */
 function writeFailure(e: unknown, what: string): number {
+  if (interrupted()) return 1;
   const message = (e as Error).message;
   if (e instanceof ConflictError) {
     say(`${what} not applied: ${message}`);
@@ -172,9 +180,8 @@ export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; j
   const client = await connect(o.endpoints);
   if (typeof client === 'number') return client;
   const watch = client.watch(prefix, { includeExisting: o.includeExisting === true });
-  const stop = (): void => watch.close();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // The watch runs until Ctrl-C: the signal ends it, and the command ends with 0.
+  guard?.handOver(() => watch.close());
   try {
     void watch.ready.then(
       () => say(`watching ${prefix === '' ? 'every key' : JSON.stringify(prefix)}`),
@@ -186,8 +193,7 @@ export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; j
     say(`watch ${JSON.stringify(prefix)} failed: ${explainFailure(e)}`);
     return e instanceof UnavailableError || e instanceof TimeoutError ? KV_EXIT.UNAVAILABLE : 1;
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
+    guard?.handOver(null);
     await client.close().catch(() => {});
   }
 }

@@ -5,6 +5,7 @@ import type { Lock } from '../client/index.js';
 import { explainFailure, sdkCredentials } from './credentials.js';
 
 import { EXIT } from './exit-codes.js';
+import { Interrupts, interrupted } from './interrupt.js';
 
 export { EXIT };
 
@@ -21,8 +22,9 @@ function say(msg: string): void {
   process.stderr.write(`palisade: ${msg}\n`);
 }
 
-function connect(endpoints: string[], ttlMs?: number): Promise<LockClient> {
-  return LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) });
+/** Connects, with Ctrl-C/SIGTERM closing the session from now until `guard` is disposed. */
+function connect(guard: Interrupts, endpoints: string[], ttlMs?: number): Promise<LockClient> {
+  return guard.session(LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) }));
 }
 
 /** Run `argv` as a child with the lock's name and token in its environment. */
@@ -33,16 +35,13 @@ function runChild(argv: string[], env: Record<string, string>): ChildProcess {
 
 /**
  * Wait for the child to exit. When `lost` aborts first, terminate the child (SIGTERM, then
- * SIGKILL after `graceMs`) and report the loss. Signals we receive are passed on.
+ * SIGKILL after `graceMs`) and report the loss. Signals we receive are passed on to the
+ * child; the command ends when it does (and then releases and closes as usual).
  */
-function superviseChild(child: ChildProcess, lost: AbortSignal, graceMs: number): Promise<{ code: number; lost: boolean }> {
+function superviseChild(guard: Interrupts, child: ChildProcess, lost: AbortSignal, graceMs: number): Promise<{ code: number; lost: boolean }> {
   return new Promise((resolve) => {
     let wasLost = false;
-    const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
-    const onInt = forward('SIGINT');
-    const onTerm = forward('SIGTERM');
-    process.on('SIGINT', onInt);
-    process.on('SIGTERM', onTerm);
+    guard.handOver((sig) => child.kill(sig));
     const onLost = () => {
       wasLost = true;
       say(`lease lost (${String((lost.reason as Error | undefined)?.message ?? lost.reason)}); stopping the command`);
@@ -52,8 +51,7 @@ function superviseChild(child: ChildProcess, lost: AbortSignal, graceMs: number)
     if (lost.aborted) onLost();
     else lost.addEventListener('abort', onLost, { once: true });
     const finish = (code: number) => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
+      guard.handOver(null);
       lost.removeEventListener('abort', onLost);
       resolve({ code, lost: wasLost });
     };
@@ -76,10 +74,20 @@ export async function lockCommand(name: string, argv: string[], o: LockCommandOp
     say('nothing to run: palisade lock NAME -- CMD [ARGS...]');
     return 64;
   }
+  const guard = Interrupts.install();
+  try {
+    return await lockWithGuard(guard, name, argv, o);
+  } finally {
+    guard.dispose();
+  }
+}
+
+async function lockWithGuard(guard: Interrupts, name: string, argv: string[], o: LockCommandOptions): Promise<number> {
   let client: LockClient;
   try {
-    client = await connect(o.endpoints, o.ttl);
+    client = await connect(guard, o.endpoints, o.ttl);
   } catch (e) {
+    if (interrupted()) return 1;
     say(`cannot reach the cluster: ${explainFailure(e)}`);
     return EXIT.UNAVAILABLE;
   }
@@ -92,6 +100,8 @@ export async function lockCommand(name: string, argv: string[], o: LockCommandOp
     });
   } catch (e) {
     await client.close().catch(() => {});
+    // Ctrl-C while waiting: the interrupt closed the session (and with it the wait) and exits.
+    if (interrupted()) return 1;
     if (e instanceof LockTimeoutError) {
       say(`${name} was not acquired within ${o.wait} ms`);
       return EXIT.WAIT_TIMEOUT;
@@ -101,14 +111,18 @@ export async function lockCommand(name: string, argv: string[], o: LockCommandOp
   }
   say(`acquired ${name} with fencing token ${lock.token}`);
   const child = runChild(argv, { PALISADE_LOCK_NAME: name, PALISADE_FENCING_TOKEN: String(lock.token) });
-  const r = await superviseChild(child, lock.signal, o.grace);
+  const r = await superviseChild(guard, child, lock.signal, o.grace);
   await lock.release().catch(() => {});
   await client.close().catch(() => {});
   return r.lost ? EXIT.LEASE_LOST : r.code;
 }
 
 export async function getCommand(name: string, o: { endpoints: string[]; json?: boolean }): Promise<void> {
-  const client = await connect(o.endpoints);
+  const guard = Interrupts.install();
+  const client = await connect(guard, o.endpoints).catch((e: unknown) => {
+    guard.dispose();
+    throw e;
+  });
   try {
     const info = await client.get(name);
     if (o.json) {
@@ -120,51 +134,58 @@ export async function getCommand(name: string, o: { endpoints: string[]; json?: 
     info.waiters.forEach((w, i) => process.stdout.write(`  waiter ${i + 1}: session ${w.session} (${w.mode})\n`));
   } finally {
     await client.close().catch(() => {});
+    guard.dispose();
   }
 }
 
 export async function electCommand(name: string, value: string, argv: string[], o: { endpoints: string[]; ttl?: number; grace: number }): Promise<number> {
-  const client = await connect(o.endpoints, o.ttl);
-  const stop = new AbortController();
-  const onSig = () => stop.abort(new Error('interrupted'));
-  process.once('SIGINT', onSig);
-  process.once('SIGTERM', onSig);
+  const guard = Interrupts.install();
+  let client: LockClient;
+  try {
+    client = await connect(guard, o.endpoints, o.ttl);
+  } catch (e) {
+    guard.dispose();
+    if (interrupted()) return 1;
+    say(`cannot reach the cluster: ${explainFailure(e)}`);
+    return EXIT.UNAVAILABLE;
+  }
   try {
     say(`campaigning in ${name} as ${JSON.stringify(value)}`);
-    const leadership = await client.election(name).campaign(value, { signal: stop.signal });
+    // Ctrl-C while campaigning or leading: the interrupt closes the session, which withdraws
+    // the candidacy or resigns, and exits 130/143.
+    const leadership = await client.election(name).campaign(value);
     process.stdout.write(`${leadership.token}\n`);
     say(`leading ${name} with token ${leadership.token}`);
-    let code = 0;
+    let code = EXIT.LEASE_LOST as number;
     if (argv[0] === '--') argv = argv.slice(1);
     if (argv.length > 0) {
-      process.off('SIGINT', onSig);
-      process.off('SIGTERM', onSig);
       const child = runChild(argv, { PALISADE_ELECTION: name, PALISADE_FENCING_TOKEN: String(leadership.token) });
-      const r = await superviseChild(child, leadership.signal, o.grace);
+      const r = await superviseChild(guard, child, leadership.signal, o.grace);
       code = r.lost ? EXIT.LEASE_LOST : r.code;
     } else {
       await new Promise<void>((resolve) => {
-        if (stop.signal.aborted || leadership.signal.aborted) return resolve();
-        stop.signal.addEventListener('abort', () => resolve(), { once: true });
+        if (leadership.signal.aborted) return resolve();
         leadership.signal.addEventListener('abort', () => resolve(), { once: true });
       });
-      if (leadership.signal.aborted) code = EXIT.LEASE_LOST;
     }
     await leadership.resign().catch(() => {});
     return code;
   } catch (e) {
-    if (stop.signal.aborted) return 130;
+    if (interrupted()) return 1;
     say(`election failed: ${explainFailure(e)}`);
     return EXIT.UNAVAILABLE;
   } finally {
-    process.off('SIGINT', onSig);
-    process.off('SIGTERM', onSig);
     await client.close().catch(() => {});
+    guard.dispose();
   }
 }
 
 export async function leaderCommand(name: string, o: { endpoints: string[]; watch?: boolean; json?: boolean }): Promise<void> {
-  const client = await connect(o.endpoints);
+  const guard = Interrupts.install();
+  const client = await connect(guard, o.endpoints).catch((e: unknown) => {
+    guard.dispose();
+    throw e;
+  });
   const print = (s: { leader: number | null; value: string | null; token: number | null }) =>
     process.stdout.write(
       o.json
@@ -179,11 +200,12 @@ export async function leaderCommand(name: string, o: { endpoints: string[]; watc
       return;
     }
     const obs = client.election(name).observe();
-    const stop = () => obs.close();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    // --watch runs until Ctrl-C: the signal ends the watch, and the command ends with 0.
+    guard.handOver(() => obs.close());
     for await (const s of obs) print(s);
   } finally {
+    guard.handOver(null);
     await client.close().catch(() => {});
+    guard.dispose();
   }
 }

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { existsSync } from 'node:fs';
 import { loadConfig } from '../server/config.js';
 import { EXIT } from './exit-codes.js';
+import { interrupted } from './interrupt.js';
 import { registerAdminCommands } from './admin-commands.js';
 import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
@@ -104,7 +105,9 @@ program
     `
 Exit status: the command's own, or ${EXIT.LEASE_LOST} if the lease was lost while it ran (it was
 terminated), ${EXIT.WAIT_TIMEOUT} if the lock was not acquired within --wait, ${EXIT.UNAVAILABLE} if the cluster
-could not be reached, 64 on a usage error.
+could not be reached, 64 on a usage error. Ctrl-C or SIGTERM while connecting or waiting closes
+the session (the wait is withdrawn) and exits 130 or 143; while the command runs, the signal is
+passed to it, and the lock is released when it exits.
 
 Example: palisade lock nightly-report --wait 1000 -- ./make-report.sh`,
   )
@@ -170,10 +173,13 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
 
 program.parseAsync(process.argv).then(
   () => {
+    // A signal is ending the command: the interrupt closes its session, then exits 130/143.
+    if (interrupted()) return;
     // Commands that leave nothing running end here; servers keep the process alive.
     if (process.exitCode !== undefined) process.exit(process.exitCode);
   },
   (e: Error) => {
+    if (interrupted()) return;
     process.stderr.write(`palisade: ${explainFailure(e)}\n`);
     process.exit(1);
   },
