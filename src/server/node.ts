@@ -18,6 +18,7 @@ import { nodeById, parseWsUrl } from './config.js';
 import { NodeOps } from './http/index.js';
 import { HttpApi, apiNodeOf } from './http-api/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { LeaderDuties } from './leader-duties.js';
 import { ClientGate, type ConnectionGate } from './client-gate.js';
 import { acquireLimitProblem, clientPortLimits } from './limits.js';
 import { machineConfigFrom } from './defaults.js';
@@ -68,8 +69,9 @@ export class PalisadeNode {
   private readonly applied = new AppliedWaiters();
   private readonly proposals = new ProposalTracker(REQUEST_TIMEOUT_MS);
   private readonly leases: LeaseKeeper;
+  /** Session expiry, lock-delays and ledger pruning, while leader (leader-duties.ts). */
+  private readonly duties: LeaderDuties;
   private readonly subs = new Subscriptions();
-  private readonly lockDelayTimers = new Map<string, NodeJS.Timeout>();
   private readonly sinks = new Map<ClientConnection, EventSink>();
   private readonly forwarded = new Map<number, { resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
   private leaderWaiters: (() => void)[] = [];
@@ -79,11 +81,8 @@ export class PalisadeNode {
   private readonly join: readonly string[];
   private lastSnapshotIndex = 0;
   private removedAt: number | null = null;
-  private lastExpiryCheck = 0;
   private snapshotting = false;
   private stopping = false;
-  private expiryTimer: NodeJS.Timeout | null = null;
-  private ledgerTimer: NodeJS.Timeout | null = null;
   /** Metrics, health checks and the status page; null when the node has no httpUrl. */
   private ops: NodeOps | null = null;
   /** Authentication, permissions and per-request limits of client requests (client-gate.ts). */
@@ -97,6 +96,23 @@ export class PalisadeNode {
     this.log = opts.logger;
     this.leases = new LeaseKeeper(opts.config.raft.electionTimeoutMs * 2);
     this.machineConfig = machineConfigFrom(opts.config);
+    this.duties = new LeaderDuties(
+      {
+        isLeader: () => this.raft.role === 'leader',
+        propose: (command) => {
+          const r = this.raft.propose(command);
+          this.driver.kick();
+          return r.ok ? r.index : null;
+        },
+        machine: () => this.machine,
+        leaderRound: () => this.promoteCaughtUpLearners(),
+      },
+      this.leases,
+      opts.config,
+      this.machineConfig,
+      opts.logger,
+      this.now,
+    );
     this.gate = new ClientGate(opts.config, opts.logger, () => this.machine);
     this.join = opts.join ?? [];
     this.onRemoved = opts.onRemoved ?? (() => {});
@@ -170,7 +186,7 @@ export class PalisadeNode {
         readStates: (rs, dropped) => this.onReadStates(rs, dropped),
         softState: (s) => this.onSoftState(s),
         afterAdvance: () => this.maybeSnapshot(),
-        paused: (gap) => this.onPaused(gap),
+        paused: (gap) => this.duties.paused(gap),
         fatal: (err) => this.onFatal(err),
       },
       tickMs,
@@ -229,9 +245,7 @@ export class PalisadeNode {
 
     this.gate.announce();
     this.driver.start();
-    this.lastExpiryCheck = this.now();
-    this.ledgerTimer = setInterval(() => this.pruneLedger(), Math.min(60_000, Math.max(1_000, this.cfg.ledger.retentionMs / 10)));
-    this.expiryTimer = setInterval(() => this.expireDueSessions(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
+    this.duties.start();
     this.log.info(
       { term: stored.hardState.term, lastIndex: this.raft.log.lastIndex(), snapshot: this.lastSnapshotIndex, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl },
       'node started',
@@ -246,9 +260,7 @@ export class PalisadeNode {
     await this.clients?.stop();
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    if (this.expiryTimer) clearInterval(this.expiryTimer);
-    if (this.ledgerTimer) clearInterval(this.ledgerTimer);
-    for (const t of this.lockDelayTimers.values()) clearTimeout(t);
+    this.duties.stop();
     await this.driver?.stop();
     await this.peers?.stop();
     this.proposals.failAll(new Error('node stopping'));
@@ -277,29 +289,16 @@ export class PalisadeNode {
   private onSoftState(s: SoftState): void {
     const wasLeader = this.leases.isActive;
     if (s.role === 'leader' && !wasLeader) {
-      // A new leader gives every session a full TTL from its election before expiring any.
-      this.leases.activate(this.now(), leasesOf(this.machine));
-      for (const d of this.machine.pendingLockDelays()) this.armLockDelay(d.name, d.delayMs, d.since);
+      this.duties.becameLeader();
       this.log.info({ term: this.raft.term }, 'became leader');
     } else if (s.role !== 'leader' && wasLeader) {
-      this.leases.deactivate();
-      for (const t of this.lockDelayTimers.values()) clearTimeout(t);
-      this.lockDelayTimers.clear();
+      this.duties.lostLeadership();
       this.log.info({ term: this.raft.term, leader: s.leader }, 'lost leadership');
     }
     this.ops?.onSoftState(s.role, s.leader, this.raft.term);
     if (s.leader === null) this.reads.abort();
     else for (const w of this.leaderWaiters.splice(0)) w();
     this.log.info({ role: s.role, leader: s.leader, term: this.raft.term }, 'role changed');
-  }
-
-  private onPaused(gapMs: number): void {
-    // Timers ran late: we were paused (SIGSTOP, GC, CPU steal). Keepalives may be sitting
-    // unread in our socket buffers, so expire nothing now: give everyone a fresh TTL.
-    if (this.leases.isActive) {
-      this.log.warn({ gapMs }, 'resumed after a pause longer than the election timeout: renewing every lease');
-      this.leases.graceAll(this.now());
-    }
   }
 
   private applyEntries(entries: readonly Entry[]): void {
@@ -353,21 +352,7 @@ export class PalisadeNode {
   /** `answered`: the entry's own result is a grant, so its granted event tells the
    *  requester nothing new. */
   private onMachineEvent(ev: MachineEvent, index: number, answered = false): void {
-    const now = this.now();
-    switch (ev.type) {
-      case 'sessionOpened':
-        this.leases.track(ev.session, ev.ttlMs, now);
-        break;
-      case 'sessionClosed':
-      case 'sessionExpired':
-        this.leases.forget(ev.session);
-        break;
-      case 'lockDelayStarted':
-        if (this.leases.isActive) this.armLockDelay(ev.name, ev.delayMs, ev.since);
-        break;
-      default:
-        break;
-    }
+    this.duties.onMachineEvent(ev);
     this.ops?.onMachineEvent(ev, index);
     // The requester learns an immediate grant and its own release from the answer; pushing
     // the same news as an event would double the writes on the path of every lock cycle.
@@ -416,53 +401,6 @@ export class PalisadeNode {
 
   private onReadStates(states: readonly ReadState[], dropped: readonly Uint8Array[]): void {
     this.reads.onReadStates(states, dropped);
-  }
-
-  // ---- leader timers ------------------------------------------------------------------
-
-  private expireDueSessions(): void {
-    const now = this.now();
-    const gap = now - this.lastExpiryCheck;
-    this.lastExpiryCheck = now;
-    if (!this.leases.isActive || this.raft.role !== 'leader') return;
-    if (gap > this.cfg.raft.electionTimeoutMs) {
-      // This timer ran late: we were paused, and keepalives may sit unread in our socket
-      // buffers (Node runs due timers before it reads input). Expire nothing; renew all.
-      this.onPaused(gap);
-      return;
-    }
-    this.promoteCaughtUpLearners();
-    for (const session of this.leases.due(now)) {
-      const r = this.raft.propose(encodeCommand({ type: 'expireSession', session }));
-      if (r.ok) this.log.info({ session, index: r.index }, 'session lease ran out: proposing expiry');
-    }
-    this.driver.kick();
-  }
-
-  /**
-   * Ledger retention: the machine has no clock, so the leader compares its wall clock with
-   * the `at` it stamped into each beginOp/completeOp and proposes pruneOps for what aged out.
-   */
-  private pruneLedger(): void {
-    if (this.raft.role !== 'leader') return;
-    const now = Date.now();
-    const criteria = { olderThan: now - this.cfg.ledger.retentionMs, abandonedOlderThan: now - this.cfg.ledger.abandonedAfterMs, max: 1_000 };
-    if (this.machine.opsToPrune(criteria) === 0) return;
-    const r = this.raft.propose(encodeCommand({ type: 'pruneOps', ...criteria }, this.machineConfig));
-    if (r.ok) this.driver.kick();
-  }
-
-  private armLockDelay(name: string, delayMs: number, since: number): void {
-    clearTimeout(this.lockDelayTimers.get(name));
-    this.lockDelayTimers.set(
-      name,
-      setTimeout(() => {
-        this.lockDelayTimers.delete(name);
-        if (this.raft.role !== 'leader') return;
-        this.raft.propose(encodeCommand({ type: 'lockDelayElapsed', name, since }));
-        this.driver.kick();
-      }, delayMs),
-    );
   }
 
   // ---- requests -----------------------------------------------------------------------
@@ -819,10 +757,4 @@ export class PalisadeNode {
       transport: { ...this.peers.stats() },
     };
   }
-}
-
-function leasesOf(m: LockMachine): Iterable<{ id: number; ttlMs: number }> {
-  const out: { id: number; ttlMs: number }[] = [];
-  for (const s of m.sessions()) out.push({ id: s.id, ttlMs: s.ttlMs });
-  return out;
 }
