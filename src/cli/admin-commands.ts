@@ -6,7 +6,7 @@ import { rpcCredentials } from './credentials.js';
 import { endpointsOption } from './options.js';
 
 /** Ask each endpoint in turn until one answers (any node forwards to the leader). */
-async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
+export async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
   // Loaded when a command runs, not when the command line is parsed (start-up time).
   const { rpc, RpcError } = await import('../transport/rpc.js');
   let last: Error = new Error('no endpoints');
@@ -64,13 +64,4 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
       process.stdout.write(`leader is now ${r.leader}\n`);
     });
 
-  program
-    .command('snapshot')
-    .description('snapshot one node\'s state now and compact its log')
-    .requiredOption('--endpoint <url>', 'the node to snapshot (its client URL)')
-    .action(async (o: { endpoint: string }) => {
-      const { rpc } = await import('../transport/rpc.js');
-      const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000, rpcCredentials());
-      process.stdout.write(`snapshot at index ${r.index}\n`);
-    });
 }

@@ -23,7 +23,7 @@ interface CredentialFlags {
 let current: CliCredentials = {};
 
 /** Commands that never talk to a cluster as a client. */
-const NOT_CLIENT_COMMANDS = new Set(['serve', 'cluster', 'fence-sql', 'help']);
+const NOT_CLIENT_COMMANDS = new Set(['serve', 'cluster', 'fence-sql', 'help', 'inspect', 'restore', 'recover']);
 
 /**
  * Add --token, --ca, --cert and --key to every client command (leaf commands other than

@@ -5,6 +5,7 @@ import { loadConfig } from '../server/config.js';
 import { EXIT } from './exit-codes.js';
 import { interrupted } from './interrupt.js';
 import { registerAdminCommands } from './admin-commands.js';
+import { registerSnapshotCommands } from './snapshot-register.js';
 import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
 import { explainFailure, registerCredentialOptions } from './credentials.js';
@@ -148,6 +149,7 @@ program
   .action(async (name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => (await lockCommands()).leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
 
 registerAdminCommands(program, endpointsFrom);
+registerSnapshotCommands(program, endpointsFrom);
 registerKvCommands(program, endpointsFrom);
 registerFenceSql(program);
 registerCredentialOptions(program);

@@ -207,6 +207,24 @@ export class LockMachine {
     }
   }
 
+  /**
+   * The state a new cluster built from this one starts with (a restored backup, a cluster
+   * recovered from one survivor): every session ends as if closed (its locks are freed
+   * without lock-delay, its elections and waits withdrawn), and the applied index moves to
+   * `index`, the new cluster's first snapshot. Sessions belong to the cluster that
+   * granted them: no client of the old cluster can keep one alive in the new one, so a
+   * restored hold would otherwise block its lock until an expiry. The tokens of the freed
+   * holds are at most the old applied index, below every token granted after `index`.
+   * Returns how many sessions ended.
+   */
+  startNewCluster(index: number): number {
+    this.advance(index);
+    const ctx: ApplyContext = { index, events: [] };
+    const ended = [...this.sessionTable.values()];
+    for (const rec of ended) this.endSession(ctx, rec, 'close');
+    return ended.length;
+  }
+
   // ---- reads (served after ReadIndex) --------------------------------------------------
   // Returned byte arrays are the machine's own: callers must not modify them.
 

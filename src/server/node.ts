@@ -25,6 +25,7 @@ import { machineConfigFrom } from './defaults.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
 import { joinCluster } from './join.js';
+import { backupState } from './backup-state.js';
 import { PeerIdentityGate, isIdentityApp } from './peer-identity.js';
 import { RaftDriver } from './raft-driver.js';
 import { ProposalLost, ProposalTimeout, ProposalTracker } from './proposals.js';
@@ -662,6 +663,7 @@ export class PalisadeNode {
         await this.linearizable();
         return { ok: true, result: this.memberList() };
       case 'snapshot':
+        if (req.backup) return { ok: true, result: await backupState(this.id, this.cfg.clusterId, () => this.linearizable(), () => this.machine, this.raft) };
         return { ok: true, result: { index: await this.snapshotNow() } };
       case 'addMember':
       case 'removeMember':

@@ -121,8 +121,9 @@ export type Request =
   | { id: number; op: 'removeMember'; member: string }
   /** Hand leadership to `to` (default: the most caught-up voter). */
   | { id: number; op: 'transferLeader'; to?: string }
-  /** Snapshot the node that receives this now and compact its log. */
-  | { id: number; op: 'snapshot' };
+  /** Snapshot the node that receives this now and compact its log; with `backup`, instead
+   *  answer the lock machine's state after a linearizable read (`palisade snapshot save`). */
+  | { id: number; op: 'snapshot'; backup?: boolean };
 
 export type Op = Request['op'];
 

@@ -313,8 +313,9 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'completeOp':
       return { id, op, ...f.sequenced(), opKey: f.string('opKey', true), result: f.bytes('result'), fence: f.fence('fence') };
     case 'members':
-    case 'snapshot':
       return { id, op };
+    case 'snapshot':
+      return withoutUndefined({ id, op, backup: f.optBool('backup') });
     case 'addMember':
       return { id, op, member: f.string('member', true), peerUrl: f.string('peerUrl', true), clientUrl: f.string('clientUrl', true) };
     case 'removeMember':

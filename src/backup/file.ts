@@ -1,0 +1,43 @@
+// Writing a backup so that a crash leaves either the old file or the whole new one: write a
+// temporary file beside it, fsync it, rename it over, fsync the directory (the rename itself
+// must survive a power cut).
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { BackupFormatError, decodeBackup, type Backup } from './format.js';
+
+export async function writeFileAtomically(path: string, bytes: Uint8Array): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  const fh = await open(tmp, 'wx', 0o600);
+  try {
+    await fh.writeFile(bytes);
+    await fh.sync();
+  } catch (e) {
+    await fh.close();
+    await rm(tmp, { force: true });
+    throw e;
+  }
+  await fh.close();
+  try {
+    await rename(tmp, path);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+  const dir = await open(dirname(path), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+/** Reads and checks a backup file; a damaged one is a BackupFormatError naming the file. */
+export async function readBackupFile(path: string): Promise<Backup> {
+  const bytes = await readFile(path);
+  try {
+    return decodeBackup(bytes);
+  } catch (e) {
+    if (e instanceof BackupFormatError) throw new BackupFormatError(`${path}: ${e.message}`);
+    throw e;
+  }
+}

@@ -1,0 +1,33 @@
+// `palisade snapshot ...`: backups (save, inspect, restore) and log compaction. Each loads
+// its implementation when it runs (start-up time): inspect and restore need no connection.
+import type { Command } from 'commander';
+import { rpcCredentials } from './credentials.js';
+import { endpointsOption } from './options.js';
+
+export function registerSnapshotCommands(program: Command, endpointsFrom: (opt: string | undefined) => string[]): void {
+  // Backups and restores load their implementation when they run (start-up time).
+  const backup = () => import('./backup.js');
+  const snapshot = program.command('snapshot').description('backups (save, inspect, restore) and log compaction');
+  snapshot
+    .command('save')
+    .description("write the cluster's state at a linearizable point to FILE (atomically, with a header and a checksum); needs an admin token when auth is on")
+    .argument('<file>', 'the backup file to write')
+    .addOption(endpointsOption())
+    .action(async (file: string, o: { endpoints?: string }) => (await backup()).saveCommand(file, endpointsFrom(o.endpoints)));
+  snapshot
+    .command('inspect')
+    .description('print what a backup holds (locks, sessions, elections, keys, highest token); refuses a damaged file')
+    .argument('<file>', 'the backup file')
+    .option('--json', 'print JSON')
+    .option('--limit <n>', 'rows shown per table', (v) => Number(v), 50)
+    .action(async (file: string, o: { json?: boolean; limit: number }) => (await backup()).inspectCommand(file, o));
+  snapshot
+    .command('compact')
+    .description("snapshot one node's state now and compact its log")
+    .requiredOption('--endpoint <url>', 'the node to snapshot (its client URL)')
+    .action(async (o: { endpoint: string }) => {
+      const { rpc } = await import('../transport/rpc.js');
+      const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000, rpcCredentials());
+      process.stdout.write(`snapshot at index ${r.index}\n`);
+    });
+}
