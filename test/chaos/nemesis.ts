@@ -116,7 +116,8 @@ export interface ClientControl {
   resume(process: string): void;
 }
 
-export type FaultLog = (kind: FaultKind, phase: 'start' | 'end', detail: string) => void;
+/** `role`: whether the fault struck the leader of the moment (null: not a node fault). */
+export type FaultLog = (kind: FaultKind, phase: 'start' | 'end', detail: string, role?: 'leader' | 'follower') => void;
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -159,11 +160,17 @@ export class Nemesis {
     const rng = new Prng(step.choiceSeed);
     const { cluster } = this;
     const ids = cluster.ids;
-    const start = (detail: string): void => this.log(step.kind, 'start', detail);
+    // The leader of the moment, read before the fault, so every fault says whom it struck.
+    const leaderNow = step.kind === 'pause-client' ? null : await cluster.currentLeader();
+    const roleOf = (struck: readonly string[]): 'leader' | 'follower' =>
+      leaderNow !== null && struck.includes(leaderNow) ? 'leader' : 'follower';
+    let role: 'leader' | 'follower' | undefined;
+    const start = (detail: string): void => this.log(step.kind, 'start', detail, role);
     switch (step.kind) {
       case 'kill':
       case 'kill-leader': {
-        const target = step.kind === 'kill-leader' ? await this.leaderOr(rng) : { id: rng.pick(cluster.responsive), note: '' };
+        const target = step.kind === 'kill-leader' ? this.leaderOr(rng, leaderNow) : { id: rng.pick(cluster.responsive), note: '' };
+        role = roleOf([target.id]);
         start(`SIGKILL ${target.id}${target.note}`);
         await cluster.kill(target.id);
         return async () => {
@@ -173,7 +180,8 @@ export class Nemesis {
       }
       case 'pause':
       case 'pause-leader': {
-        const target = step.kind === 'pause-leader' ? await this.leaderOr(rng) : { id: rng.pick(cluster.responsive), note: '' };
+        const target = step.kind === 'pause-leader' ? this.leaderOr(rng, leaderNow) : { id: rng.pick(cluster.responsive), note: '' };
+        role = roleOf([target.id]);
         start(`SIGSTOP ${target.id}${target.note} for ${step.durationMs} ms`);
         cluster.pause(target.id);
         return async () => {
@@ -192,12 +200,14 @@ export class Nemesis {
       }
       case 'partition-halves': {
         const { minority, majority } = splitHalves(ids, rng);
+        role = roleOf(minority);
         cluster.mesh.setCuts(cutBetween(minority, majority));
         start(`${minority.join(' ')} | ${majority.join(' ')}`);
         return this.healLinks();
       }
       case 'partition-leader': {
-        const leader = await this.leaderOr(rng);
+        const leader = this.leaderOr(rng, leaderNow);
+        role = roleOf([leader.id]);
         const others = ids.filter((id) => id !== leader.id);
         cluster.mesh.setCuts(cutBetween([leader.id], others));
         start(`${leader.id}${leader.note} | ${others.join(' ')}`);
@@ -205,12 +215,16 @@ export class Nemesis {
       }
       case 'partition-bridge': {
         const b = bridge(ids, rng);
+        // The bridge keeps a quorum whichever side it helps; the fault strikes the leader
+        // when the leader is on a side (cut off from the other side).
+        role = leaderNow !== null && leaderNow !== b.bridge ? 'leader' : 'follower';
         cluster.mesh.setCuts(b.cuts);
         start(`${b.left.join(' ')} | ${b.right.join(' ')}, bridged by ${b.bridge}`);
         return this.healLinks();
       }
       case 'partition-one-way': {
-        const target = rng.chance(0.5) ? await this.leaderOr(rng) : { id: rng.pick(ids), note: '' };
+        const target = rng.chance(0.5) ? this.leaderOr(rng, leaderNow) : { id: rng.pick(ids), note: '' };
+        role = roleOf([target.id]);
         const mode = rng.chance(0.5) ? 'mute' : 'deaf';
         cluster.mesh.setCuts(oneWay(target.id, ids, mode));
         start(`${target.id}${target.note} ${mode === 'mute' ? 'cannot send to' : 'cannot hear from'} the others (${cluster.mesh.cutEdges.join(', ')})`);
@@ -227,8 +241,7 @@ export class Nemesis {
   }
 
   /** The leader, or (when none answers) a random responsive node, saying which. */
-  private async leaderOr(rng: Prng): Promise<{ id: string; note: string }> {
-    const leader = await this.cluster.currentLeader();
+  private leaderOr(rng: Prng, leader: string | null): { id: string; note: string } {
     if (leader !== null) return { id: leader, note: ' (leader)' };
     return { id: rng.pick(this.cluster.responsive), note: ' (no leader answered: a random node)' };
   }

@@ -16,6 +16,8 @@ export interface FaultRecord {
   readonly atMs: number;
   /** Targets, partition halves, cut edges. */
   readonly detail: string;
+  /** Whether the fault struck the leader (for a partition: the leader is on the cut-off side). */
+  readonly role?: 'leader' | 'follower';
 }
 
 export interface NoteRecord {
@@ -80,8 +82,8 @@ export class HistoryRecorder {
     this.sessions.set(session, s);
   }
 
-  fault(kind: string, phase: 'start' | 'end', atMs: number, detail: string): void {
-    this.faults.push({ event: 'fault', kind, phase, atMs, detail });
+  fault(kind: string, phase: 'start' | 'end', atMs: number, detail: string, role?: 'leader' | 'follower'): void {
+    this.faults.push({ event: 'fault', kind, phase, atMs, detail, ...(role === undefined ? {} : { role }) });
   }
 
   note(process: string, atMs: number, text: string): void {

@@ -19,6 +19,7 @@ import { FAULT_KINDS, type FaultKind } from './nemesis.js';
 import { readRunHistory } from './recorder.js';
 import { replayCommand, runOnce, type RunResult } from './single-run.js';
 import { seconds, table, windowContext } from './summary.js';
+import { outageRows } from './outage.js';
 
 /** The CI set: 3- and 5-node clusters, fixed seeds, about 75 s each with setup and checks. */
 const CI_RUNS: readonly { seed: number; nodes: number }[] = [
@@ -99,8 +100,16 @@ function campaignSummary(results: readonly RunResult[]): string {
   const sum = (f: (r: RunResult) => number): string => String(results.reduce((s, r) => s + f(r), 0));
   rows.push(['all', '', sum((r) => r.operations), sum((r) => r.outcomes.ok), sum((r) => r.outcomes.fail), sum((r) => r.outcomes.unknown), String([...faults.values()].reduce((a, b) => a + b, 0)), sum((r) => r.fencedRejected), '', '', '']);
   const faultLine = FAULT_KINDS.map((k) => `${k} ${faults.get(k) ?? 0}`).join(', ');
+  const perFault = results.flatMap((r) => r.outages?.perFault ?? []);
+  const longest = Math.max(0, ...results.map((r) => r.outages?.longestGapMs ?? 0));
+  const overruns = results.flatMap((r) => r.heartbeat?.overruns ?? []);
+  const heartbeat = [
+    '',
+    `heartbeat, all runs: longest gap ${Math.round(longest)} ms; deadline overruns ${overruns.length}${overruns.length ? ` (worst ${Math.round(Math.max(...overruns))} ms)` : ''}`,
+    table(outageRows(perFault)),
+  ];
   const failures = results.filter((r) => !r.passed).map((r) => `  ${replayCommand(r.seed, r.nodes, r.durationMs)}   # ${r.problems[0] ?? ''}`);
-  return [table(rows), '', `faults: ${faultLine}`, ...(failures.length > 0 ? ['', 'failed runs:', ...failures] : [])].join('\n');
+  return [table(rows), '', `faults: ${faultLine}`, ...heartbeat, ...(failures.length > 0 ? ['', 'failed runs:', ...failures] : [])].join('\n');
 }
 
 /**

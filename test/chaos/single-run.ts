@@ -1,7 +1,7 @@
 // One seeded chaos run: a cluster behind fault proxies, client processes running the
 // workload, the nemesis injecting the seed's faults; then heal, measure recovery, stop the
 // clients, check the final state and the history; write it all under test-results/chaos/.
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { check, formatReport, type CheckResult } from './checker/index.js';
@@ -10,6 +10,8 @@ import { ClientFleet } from './clients.js';
 import { checkConvergence, checkFinalState, highestAcknowledgedToken } from './final-state.js';
 import { Nemesis, planFaults, type FaultKind } from './nemesis.js';
 import { ClusterProbe, type Availability } from './probe.js';
+import { HeartbeatClient, type HeartbeatResult } from './heartbeat.js';
+import { analyseOutages, faultSpans, leaderChangesFromLogs, type OutageReport } from './outage.js';
 import { absoluteNowMs, runClock, WORKLOAD, workloadLocks } from './protocol.js';
 import { HistoryRecorder, type RecordedOperation } from './recorder.js';
 import { FencedResources } from './resources.js';
@@ -50,6 +52,9 @@ export interface RunResult {
   readonly availability: Availability | null;
   readonly recoveryMs: number | null;
   readonly fencedRejected: number;
+  /** What each fault cost the heartbeat client (null when it did not run). */
+  readonly outages: OutageReport | null;
+  readonly heartbeat: HeartbeatResult | null;
 }
 
 export const TTL_MS = 3_000;
@@ -85,6 +90,9 @@ interface Observed {
   readonly availability: Availability | null;
   readonly recoveryMs: number | null;
   readonly clockSlackMs: number;
+  readonly heartbeat: HeartbeatResult | null;
+  readonly originAbsMs: number;
+  readonly endMs: number;
 }
 
 export async function runOnce(options: RunOptions): Promise<RunResult> {
@@ -98,6 +106,7 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
 
   const observed = await operate(options, logDir, recorder, resources);
   const history = recorder.operations();
+  const outages = observed.heartbeat === null ? null : heartbeatOutages(observed, recorder, logDir);
   const historyPath = join(dir, 'history.jsonl');
   await recorder.writeJsonl(historyPath, history);
   if (recorder.malformed.length > 0) observed.problems.push(`harness failure: malformed records: ${recorder.malformed.slice(0, 5).join('; ')}`);
@@ -119,6 +128,8 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
     sessions: history.filter((o) => o.op === 'sessionExpired').length,
     clockSlackMs: observed.clockSlackMs,
     check: result === null ? null : result.stats,
+    outages,
+    heartbeat: observed.heartbeat,
     verdict: `${passed ? 'PASS' : 'FAIL'}${options.plantOptimisticLeases ? ' (self-test: the planted lease bug must be caught)' : ''}`,
   });
   const parts = [summary];
@@ -149,7 +160,18 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
     availability: observed.availability,
     recoveryMs: observed.recoveryMs,
     fencedRejected: resources.rejectedTotal,
+    outages,
+    heartbeat: observed.heartbeat,
   };
+}
+
+/** The heartbeat's gaps against the faults, with the elections the node logs record. */
+function heartbeatOutages(observed: Observed, recorder: HistoryRecorder, logDir: string): OutageReport {
+  const logs = readdirSync(logDir)
+    .filter((f) => /^n\d+\.log$/.test(f))
+    .map((f) => ({ node: f.replace(/\.log$/, ''), text: readFileSync(join(logDir, f), 'utf8') }));
+  const changes = leaderChangesFromLogs(logs, observed.originAbsMs);
+  return analyseOutages(observed.heartbeat!.successes, faultSpans(recorder.faults, observed.endMs), changes);
 }
 
 /** The live run: start everything, inject the faults, heal, stop, check the final state. */
@@ -164,6 +186,8 @@ async function operate(options: RunOptions, logDir: string, recorder: HistoryRec
   let fleet: ClientFleet | null = null;
   let spawning: Promise<ClientFleet> | null = null;
   let probe: ClusterProbe | null = null;
+  let heartbeat: HeartbeatClient | null = null;
+  let heartbeatResult: HeartbeatResult | null = null;
   let nemesis: Nemesis | null = null;
   let availability: Availability | null = null;
   let recoveryMs: number | null = null;
@@ -194,11 +218,14 @@ async function operate(options: RunOptions, logDir: string, recorder: HistoryRec
     probe = new ClusterProbe(endpoints, workloadLocks(), WORKLOAD.election, recorder, now);
     await probe.connect();
     probe.start();
+    heartbeat = new HeartbeatClient(endpoints, TTL_MS, now);
+    await heartbeat.connect();
+    heartbeat.start();
 
     const plan = planFaults({ seed, runMs: durationMs, ttlMs: TTL_MS, ...(options.plantOptimisticLeases ? { kinds: ['pause-client'] } : {}) });
     log(`seed ${seed}: cluster and clients up after ${seconds(now())}; ${plan.length} faults planned over ${seconds(durationMs)}`);
-    nemesis = new Nemesis(cluster, fleet, (kind, phase, detail) => {
-      recorder.fault(kind, phase, now(), detail);
+    nemesis = new Nemesis(cluster, fleet, (kind, phase, detail, role) => {
+      recorder.fault(kind, phase, now(), detail, role);
       if (phase === 'start') log(`  ${(now() / 1000).toFixed(1).padStart(6)} s  ${kind}: ${detail}`);
     });
     const nemesisStarted = performance.now();
@@ -222,6 +249,7 @@ async function operate(options: RunOptions, logDir: string, recorder: HistoryRec
 
     await probe.stopProbing();
     availability = probe.availability();
+    heartbeatResult = await heartbeat.stop();
     const killed = await fleet.stopAll(STOP_CLIENTS_TIMEOUT_MS);
     if (killed.length > 0) recorder.note('harness', now(), `clients ${killed.join(', ')} did not stop in time and were killed`);
 
@@ -232,11 +260,21 @@ async function operate(options: RunOptions, logDir: string, recorder: HistoryRec
   } finally {
     await probe?.stopProbing().catch(() => {});
     await probe?.close().catch(() => {});
+    if (heartbeatResult === null) await heartbeat?.stop().catch(() => {});
     (fleet ?? (await spawning?.catch(() => null)))?.killAll();
     await cluster?.stop().catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
   }
-  return { problems, faults: nemesis?.injected ?? new Map(), availability, recoveryMs, clockSlackMs };
+  return {
+    problems,
+    faults: nemesis?.injected ?? new Map(),
+    availability,
+    recoveryMs,
+    clockSlackMs,
+    heartbeat: heartbeatResult,
+    originAbsMs,
+    endMs: now(),
+  };
 }
 
 /** The checker's verdict, folded into the run's problems (inverted for the self-test). */

@@ -3,6 +3,8 @@
 import { formatSummary, type Operation } from './checker/index.js';
 import { FAULT_KINDS, type FaultKind } from './nemesis.js';
 import type { Availability } from './probe.js';
+import { DEADLINE_BOUND_MS, type HeartbeatResult } from './heartbeat.js';
+import { outageRows, type OutageReport } from './outage.js';
 import type { FaultRecord, NoteRecord, RecordedOperation } from './recorder.js';
 
 export function table(rows: readonly (readonly string[])[]): string {
@@ -30,7 +32,21 @@ export interface RunFacts {
   readonly clockSlackMs: number;
   /** The checker's effort, when it ran. */
   readonly check: { readonly objects: number; readonly steps: number; readonly elapsedMs: number } | null;
+  readonly outages: OutageReport | null;
+  readonly heartbeat: HeartbeatResult | null;
   readonly verdict: string;
+}
+
+/** The heartbeat client's view: outage per fault class, the longest gap, deadline overruns. */
+export function formatHeartbeat(outages: OutageReport | null, hb: HeartbeatResult | null): string {
+  if (outages === null || hb === null) return 'heartbeat: did not run';
+  const worst = hb.overruns.length === 0 ? '' : `, worst settled after ${Math.round(Math.max(...hb.overruns))} ms`;
+  return [
+    `heartbeat (own lock, waitMs 1000, every 100 ms): ${hb.successes.length}/${hb.attempts} granted, ${hb.timeouts} LockTimeoutError, ${hb.otherErrors} other errors, ${hb.slowReleases} releases over 1 s`,
+    `  deadline overruns (settled > waitMs + ${DEADLINE_BOUND_MS} ms): ${hb.overruns.length}${worst}`,
+    `  longest gap between grants: ${Math.round(outages.longestGapMs)} ms; outage per fault (gaps > 250 ms, by the fault under which they began):`,
+    table(outageRows(outages.perFault)).replace(/^/gm, '  '),
+  ].join('\n');
 }
 
 export function formatRunSummary(f: RunFacts): string {
@@ -54,6 +70,7 @@ export function formatRunSummary(f: RunFacts): string {
     `recovery after the final heal: ${f.recoveryMs === null ? 'NONE within the bound' : seconds(f.recoveryMs)}`,
     `fenced writes: ${f.fencedAccepted} accepted, ${f.fencedRejected} refused for a stale token`,
     `sessions: ${f.sessions}; clock slack between processes: ${f.clockSlackMs} ms`,
+    formatHeartbeat(f.outages, f.heartbeat),
     f.check === null ? 'check: did not run' : `check: ${f.check.objects} objects, ${f.check.steps} search steps, ${seconds(f.check.elapsedMs)}`,
     `verdict: ${f.verdict}`,
   ].join('\n');
