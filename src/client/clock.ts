@@ -1,6 +1,7 @@
 // The SDK's only source of time. Every deadline (request, wait, lease) is measured on a
 // monotonic clock, never on the wall clock, because a wall clock can jump under NTP and a
 // lease must not. Tests inject a fake clock to drive keepalives and deadlines by hand.
+// Waiting on it (deadlines, sleeps) goes through wait.ts.
 
 /** Opaque handle of a scheduled callback. */
 export type TimerHandle = unknown;
@@ -20,22 +21,3 @@ export const systemClock: Clock = {
   setTimeout: (callback, ms) => setTimeout(callback, Math.min(Math.max(0, ms), MAX_TIMER_MS)),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
-
-/** Resolves after `ms` on `clock`, or rejects with the signal's reason when it aborts first. */
-export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clock.clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}

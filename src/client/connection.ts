@@ -3,6 +3,7 @@
 import type { HelloResult, Request, Response, ServerEvent, WireError } from '../transport/client-protocol.js';
 import { PROTOCOL_VERSION } from '../transport/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
+import { waitFor } from './wait.js';
 import { errorFromWire } from './errors.js';
 import { decodeFrame, encodeFrame } from '../transport/codec.js';
 import { isInvalidServerFrame, parseServerFrame, type ParsedServerFrame } from '../transport/validate.js';
@@ -180,40 +181,19 @@ export class Connection {
    * with the signal's reason when it aborts.
    */
   request(body: RequestBody, timeoutMs: number, signal?: AbortSignal): Promise<Response> {
-    return new Promise<Response>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
+    const onDeadline = (): never => {
+      throw new ConnectionLostError(`no answer from ${this.url} within ${Math.round(timeoutMs)} ms`);
+    };
+    return waitFor<Response>({ clock: this.clock, deadline: this.clock.now() + timeoutMs, signal, onDeadline }, (resolve, reject) => {
       if (!this.isOpen) return reject(new ConnectionLostError(`connection to ${this.url} is closed`));
       const id = this.nextId++;
-      const done = (): void => {
-        this.clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.pending.delete(id);
-      };
-      const onAbort = (): void => {
-        done();
-        reject(signal?.reason);
-      };
-      const timer = this.clock.setTimeout(() => {
-        done();
-        reject(new ConnectionLostError(`no answer from ${this.url} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(id, {
-        resolve: (response) => {
-          done();
-          resolve(response);
-        },
-        reject: (error) => {
-          done();
-          reject(error);
-        },
-      });
+      this.pending.set(id, { resolve, reject });
       try {
         this.ws.send(encodeFrame({ ...body, id } as Request));
       } catch (e) {
-        done();
         reject(new ConnectionLostError(`cannot send to ${this.url}: ${(e as Error).message}`));
       }
+      return () => this.pending.delete(id);
     });
   }
 

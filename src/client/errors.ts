@@ -44,12 +44,24 @@ export class TimeoutError extends PalisadeError {
 }
 
 /** acquire's waitMs passed before the lock was granted (nothing is left held or queued). */
+/**
+ * The lock was not granted within waitMs. Nothing is held for the caller. `withdrawn` says
+ * whether the cluster also confirmed that nothing is held or queued for this client on the
+ * call's behalf; when false (the cluster did not answer in time), the SDK goes on
+ * withdrawing in the background until it does, or until the session ends
+ * (docs/protocol.md, "Deadlines").
+ */
 export class LockTimeoutError extends PalisadeError {
   readonly lockName: string;
-  constructor(lockName: string, waitMs: number) {
-    super('LOCK_TIMEOUT', `lock ${JSON.stringify(lockName)} was not granted within ${waitMs} ms`);
+  readonly withdrawn: boolean;
+  constructor(lockName: string, waitMs: number, withdrawn = true) {
+    super(
+      'LOCK_TIMEOUT',
+      `lock ${JSON.stringify(lockName)} was not granted within ${waitMs} ms${withdrawn ? '' : ' (the cluster did not answer in time: withdrawing in the background)'}`,
+    );
     this.name = 'LockTimeoutError';
     this.lockName = lockName;
+    this.withdrawn = withdrawn;
   }
 }
 

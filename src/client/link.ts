@@ -3,7 +3,8 @@
 // definite answer or the caller's deadline passes. Requests are retried verbatim (the
 // session layer builds each with a fixed seq), so a retry is idempotent on the server.
 import type { HelloResult, ServerEvent, WireError } from '../transport/client-protocol.js';
-import { sleep, type Clock } from './clock.js';
+import type { Clock } from './clock.js';
+import { DeadlineReached, sleep, waitFor } from './wait.js';
 import { Connection, ConnectionLostError, type RequestBody, type WebSocketConstructor } from './connection.js';
 import {
   ClientClosedError,
@@ -48,8 +49,6 @@ export interface CallOptions {
 const RETRY_ELSEWHERE = new Set<WireError['code']>(['NOT_LEADER', 'UNAVAILABLE', 'TIMEOUT']);
 
 const MAX_INTERNAL_RETRIES = 2;
-
-class DeadlinePassed extends Error {}
 
 export class ClusterLink {
   private readonly options: LinkOptions;
@@ -116,7 +115,7 @@ export class ClusterLink {
       try {
         connection = await this.ready(deadline, signal);
       } catch (e) {
-        if (e instanceof DeadlinePassed) continue;
+        if (e instanceof DeadlineReached) continue;
         throw e;
       }
       let response;
@@ -176,31 +175,12 @@ export class ClusterLink {
     }
   }
 
+  /** The next change of connection state; rejects with DeadlineReached or the abort reason. */
   private waitForChange(deadline: number, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const finish = (): void => {
-        this.changeListeners.delete(onChange);
-        if (timer !== undefined) this.clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onChange = (): void => {
-        finish();
-        resolve();
-      };
-      const onAbort = (): void => {
-        finish();
-        reject(signal?.reason);
-      };
-      const timer =
-        deadline === Infinity
-          ? undefined
-          : this.clock.setTimeout(() => {
-              finish();
-              reject(new DeadlinePassed());
-            }, deadline - this.clock.now());
+    return waitFor<void>({ clock: this.clock, deadline, signal }, (resolve) => {
+      const onChange = (): void => resolve();
       this.changeListeners.add(onChange);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      return () => this.changeListeners.delete(onChange);
     });
   }
 

@@ -30,7 +30,8 @@ import {
   type PutResult,
 } from './kv.js';
 import type { Session } from './session.js';
-import { LocalTurns, TurnTimeout } from './turns.js';
+import { LocalTurns } from './turns.js';
+import { DeadlineReached, waitFor, within } from './wait.js';
 import { LeaseHandle } from './handle.js';
 
 export interface AcquireOptions {
@@ -150,7 +151,18 @@ async function releaseByToken(core: ClientCore, session: Session, name: string, 
 
 // ---- acquiring --------------------------------------------------------------------------------
 
-class WaitTimeout extends Error {}
+/**
+ * How long past its deadline (or abort) an acquire waits for the cluster to confirm its
+ * withdrawal before it reports anyway and withdraws in the background. Within the 100 ms
+ * the deadline rule allows, with room for a busy event loop.
+ */
+const WITHDRAW_GRACE_MS = 50;
+
+/** This client's turn on a name; handed off when a background withdrawal keeps it. */
+interface Turn {
+  readonly pass: () => void;
+  handedOff: boolean;
+}
 
 /** An acquire in flight: where its grant will be recorded, whichever way it arrives. */
 class Waiter {
@@ -194,13 +206,14 @@ export class LockTable {
     try {
       passTurn = await this.turns.take(name, waitDeadline, this.core, options.signal);
     } catch (e) {
-      if (e instanceof TurnTimeout) throw new LockTimeoutError(name, waitMs ?? 0);
+      if (e instanceof DeadlineReached) throw new LockTimeoutError(name, waitMs ?? 0);
       throw e;
     }
+    const turn = { pass: passTurn, handedOff: false };
     try {
-      return await this.acquireRemote(name, options, waitDeadline, passTurn);
+      return await this.acquireRemote(name, options, waitDeadline, turn);
     } catch (e) {
-      passTurn();
+      if (!turn.handedOff) passTurn();
       throw e;
     }
   }
@@ -279,14 +292,23 @@ export class LockTable {
     }
   }
 
-  private async acquireRemote(name: string, options: AcquireOptions, waitDeadline: number, passTurn: () => void): Promise<Lock> {
+  private async acquireRemote(name: string, options: AcquireOptions, waitDeadline: number, turn: Turn): Promise<Lock> {
     const { clock, sessions } = this.core;
     const mode = options.mode ?? 'exclusive';
+    const timedOut = (withdrawn: boolean): LockTimeoutError => new LockTimeoutError(name, options.waitMs ?? 0, withdrawn);
     // With waitMs the caller bounded everything, the request included; without, the request
     // itself (not the wait for the grant) gets the client's request timeout.
     const requestDeadline = options.waitMs === undefined ? defaultDeadline(this.core) : waitDeadline;
-    const session = await sessions.ensure(requestDeadline, options.signal);
+    let session: Session;
+    try {
+      session = await sessions.ensure(requestDeadline, options.signal);
+    } catch (e) {
+      // No session in time: nothing was asked of the cluster on this call's behalf.
+      if (e instanceof UnavailableError && clock.now() >= waitDeadline) throw timedOut(true);
+      throw e;
+    }
     const waiter = this.register(name, session);
+    let withdrawing = false;
     try {
       let result: AcquireResult;
       try {
@@ -299,68 +321,78 @@ export class LockTable {
         );
       } catch (e) {
         // In doubt (it may have queued or granted after all): undo whatever it did.
-        if (e instanceof TimeoutError || options.signal?.aborted) await this.withdraw(name, waiter);
-        if ((e instanceof TimeoutError || e instanceof UnavailableError) && clock.now() >= waitDeadline) {
-          throw new LockTimeoutError(name, options.waitMs ?? 0);
+        let withdrawn = true;
+        if (e instanceof TimeoutError || options.signal?.aborted) {
+          withdrawing = true;
+          withdrawn = await this.withdrawWithin(name, waiter, turn);
         }
+        if ((e instanceof TimeoutError || e instanceof UnavailableError) && clock.now() >= waitDeadline) throw timedOut(withdrawn);
         throw e;
       }
-      if (result.status === 'granted') return this.grant(session, name, result.token, mode, passTurn);
+      if (result.status === 'granted') return this.grant(session, name, result.token, mode, turn.pass);
       if (result.status === 'busy') throw new PalisadeError('INTERNAL', 'a waiting acquire was answered busy');
       waiter.queuedIndex = result.index;
       try {
         const token = await this.waitForGrant(waiter, waitDeadline, options.signal);
-        return this.grant(session, name, token, mode, passTurn);
+        return this.grant(session, name, token, mode, turn.pass);
       } catch (e) {
-        if (e instanceof WaitTimeout || options.signal?.aborted) {
-          await this.withdraw(name, waiter);
-          if (e instanceof WaitTimeout) throw new LockTimeoutError(name, options.waitMs ?? 0);
+        if (e instanceof DeadlineReached || options.signal?.aborted) {
+          withdrawing = true;
+          const withdrawn = await this.withdrawWithin(name, waiter, turn);
+          if (e instanceof DeadlineReached) throw timedOut(withdrawn);
         }
         throw e;
       }
     } finally {
-      this.unregister(name, waiter);
+      // A withdrawal handed to the background unregisters the waiter when it is done.
+      if (!withdrawing || !turn.handedOff) this.unregister(name, waiter);
     }
   }
 
-  /** Resolves with the granted token; rejects on deadline (WaitTimeout), abort, session end or close. */
-  private waitForGrant(waiter: Waiter, deadline: number, signal?: AbortSignal): Promise<number> {
+  /**
+   * Withdraws an acquire the caller gave up on, waiting for the cluster's confirmation for
+   * at most WITHDRAW_GRACE_MS, so that the caller hears of its timeout or abort on time
+   * (docs/protocol.md, "Deadlines"). True when the withdrawal is confirmed. Otherwise it
+   * goes on in the background for as long as the session lives, and keeps this client's
+   * turn on the name and the waiter until it is done: the next acquire of the name in this
+   * client waits behind it, so a late cancelWait or release can never hit the next grant.
+   */
+  private async withdrawWithin(name: string, waiter: Waiter, turn: Turn): Promise<boolean> {
     const { clock } = this.core;
-    return new Promise<number>((resolve, reject) => {
-      const finish = (): void => {
-        waiter.wake = () => {};
-        if (timer !== undefined) clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        waiter.session.signal.removeEventListener('abort', onSessionEnd);
-      };
+    const withdrawal = this.withdraw(name, waiter);
+    try {
+      await within(withdrawal, { clock, deadline: clock.now() + WITHDRAW_GRACE_MS });
+      return true;
+    } catch (e) {
+      if (!(e instanceof DeadlineReached)) throw e;
+    }
+    turn.handedOff = true;
+    void withdrawal
+      .catch(() => {})
+      .finally(() => {
+        this.unregister(name, waiter);
+        turn.pass();
+      });
+    return false;
+  }
+
+  /** Resolves with the granted token; rejects on deadline (DeadlineReached), abort, session end or close. */
+  private waitForGrant(waiter: Waiter, deadline: number, signal?: AbortSignal): Promise<number> {
+    const sessionSignal = waiter.session.signal;
+    return waitFor<number>({ clock: this.core.clock, deadline, signal }, (resolve, reject) => {
       const check = (): void => {
         const token = waiter.grantedToken;
-        if (token !== null) {
-          finish();
-          resolve(token);
-        }
+        if (token !== null) resolve(token);
       };
-      const onAbort = (): void => {
-        finish();
-        reject(signal?.reason);
-      };
-      const onSessionEnd = (): void => {
-        finish();
-        reject(waiter.session.signal.reason);
-      };
-      const timer =
-        deadline === Infinity
-          ? undefined
-          : clock.setTimeout(() => {
-              finish();
-              reject(new WaitTimeout());
-            }, deadline - clock.now());
+      const onSessionEnd = (): void => reject(sessionSignal.reason);
       waiter.wake = check;
-      signal?.addEventListener('abort', onAbort, { once: true });
-      waiter.session.signal.addEventListener('abort', onSessionEnd, { once: true });
-      if (signal?.aborted) return onAbort();
-      if (waiter.session.signal.aborted) return onSessionEnd();
-      check();
+      sessionSignal.addEventListener('abort', onSessionEnd, { once: true });
+      if (sessionSignal.aborted) onSessionEnd();
+      else check();
+      return () => {
+        waiter.wake = () => {};
+        sessionSignal.removeEventListener('abort', onSessionEnd);
+      };
     });
   }
 
@@ -372,30 +404,38 @@ export class LockTable {
   private async withdraw(name: string, waiter: Waiter): Promise<void> {
     const { session } = waiter;
     if (!session.isLive) return; // its end frees everything
-    const deadline = defaultDeadline(this.core);
     let mayHold = false;
     try {
-      await this.core.sessions.sequenced(() => ({ op: 'cancelWait', name }), { session, deadline });
+      // Retried (same seq) until answered or the session is over: the turn waits for it.
+      await this.core.sessions.sequenced(() => ({ op: 'cancelWait', name }), { session, deadline: Infinity });
     } catch (e) {
       if (!(e instanceof ConflictError)) {
-        // Unknown outcome: if the grant comes later, the orphan-grant path releases it.
-        if (e instanceof SessionExpiredError || e instanceof ClientClosedError) return;
-        if (!(e instanceof PalisadeError)) throw e;
-        return;
+        // The session ended (which frees everything), or a definite refusal.
+        if (e instanceof PalisadeError) return;
+        throw e;
       }
       mayHold = true; // not waiting: granted meanwhile, or never queued
     }
-    let token = waiter.grantEvent?.token ?? null;
-    if (token === null && mayHold) {
-      token = await this.readGrant(name, session).catch(() => null);
-    }
+    let token = waiter.grantedToken ?? waiter.grantEvent?.token ?? null;
+    if (token === null && mayHold) token = await this.readGrant(name, session, true);
     if (token !== null) await releaseByToken(this.core, session, name, token).catch(() => {});
   }
 
-  /** The token `session` holds `name` with, by a linearizable read, or null. */
-  private async readGrant(name: string, session: Session): Promise<number | null> {
-    const info = await readLock(this.core, name);
-    return info.holders.find((h) => h.session === session.id)?.token ?? null;
+  /**
+   * The token `session` holds `name` with, by a linearizable read, or null. With `persist`,
+   * reads again until answered while the session lives (null once it is over).
+   */
+  private async readGrant(name: string, session: Session, persist = false): Promise<number | null> {
+    for (;;) {
+      try {
+        const info = await readLock(this.core, name);
+        return info.holders.find((h) => h.session === session.id)?.token ?? null;
+      } catch (e) {
+        if (!persist) throw e;
+        // Only a read that found no node in time is worth another try.
+        if (!session.isLive || !(e instanceof UnavailableError || e instanceof TimeoutError)) return null;
+      }
+    }
   }
 
   private register(name: string, session: Session): Waiter {

@@ -16,9 +16,10 @@ import { setMaxListeners } from 'node:events';
 import type { SessionResult } from '../transport/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { ConnectionLostError, type Connection, type RequestBody } from './connection.js';
-import { ClientClosedError, errorFromWire, PalisadeError, SessionExpiredError } from './errors.js';
+import { ClientClosedError, errorFromWire, PalisadeError, SessionExpiredError, UnavailableError } from './errors.js';
 import type { ClusterLink } from './link.js';
 import { anySignal } from './signals.js';
+import { DeadlineReached, within } from './wait.js';
 
 type SequencedRequest = Extract<RequestBody, { seq: number }>;
 type WithoutSequence<R> = R extends unknown ? Omit<R, 'session' | 'seq' | 'ackedSeq'> : never;
@@ -145,7 +146,11 @@ export class SessionManager {
     return this.current?.isLive ? this.current : null;
   }
 
-  /** The live session, opening a new one when there is none. */
+  /**
+   * The live session, opening a new one when there is none. Keeps the caller's deadline:
+   * an open still going then goes on in the background (for the next caller), and this
+   * caller gets UnavailableError (nothing was done on its behalf).
+   */
   async ensure(deadline: number, signal?: AbortSignal): Promise<Session> {
     for (;;) {
       if (this.closed) throw new ClientClosedError();
@@ -158,7 +163,13 @@ export class SessionManager {
       this.opening ??= this.open().finally(() => {
         this.opening = null;
       });
-      const opened = await raceSignal(this.opening, signal);
+      let opened: Session;
+      try {
+        opened = await within(this.opening, { clock: this.clock, deadline, signal });
+      } catch (e) {
+        if (e instanceof DeadlineReached) throw new UnavailableError('no session could be opened before the deadline');
+        throw e;
+      }
       if (opened.isLive) return opened;
       if (this.clock.now() >= deadline) throw new SessionExpiredError('the session ended while it was being opened');
     }
@@ -336,23 +347,4 @@ function parseSessionResult(v: unknown): SessionResult {
     throw errorFromWire({ code: 'INTERNAL', message: 'malformed openSession answer' });
   }
   return { session: r.session, ttlMs: r.ttlMs };
-}
-
-function raceSignal<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }

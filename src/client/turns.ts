@@ -2,46 +2,29 @@
 // stands in an election) once, so two callers of one client must not both believe they
 // have it: they queue here before they reach the cluster.
 import type { ClientCore } from './core.js';
-
-/** The deadline passed before the turn came. */
-export class TurnTimeout extends Error {}
+import { waitFor } from './wait.js';
 
 /** FIFO turns per name inside one client. */
 export class LocalTurns {
   private readonly queues = new Map<string, (() => void)[]>();
 
-  /** Waits for the turn; resolves with the function that passes it on. */
+  /**
+   * Waits for the turn; resolves with the function that passes it on. Rejects with
+   * DeadlineReached when the deadline passes first, or the signal's reason.
+   */
   take(name: string, deadline: number, core: ClientCore, signal?: AbortSignal): Promise<() => void> {
     const queue = this.queues.get(name);
     if (!queue) {
       this.queues.set(name, []);
       return Promise.resolve(this.passer(name));
     }
-    return new Promise((resolve, reject) => {
-      const cleanup = (): void => {
+    return waitFor<() => void>({ clock: core.clock, deadline, signal }, (resolve) => {
+      const grant = (): void => resolve(this.passer(name));
+      queue.push(grant);
+      return () => {
         const i = queue.indexOf(grant);
         if (i >= 0) queue.splice(i, 1);
-        if (timer !== undefined) core.clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
       };
-      const grant = (): void => {
-        cleanup();
-        resolve(this.passer(name));
-      };
-      const onAbort = (): void => {
-        cleanup();
-        reject(signal?.reason);
-      };
-      const timer =
-        deadline === Infinity
-          ? undefined
-          : core.clock.setTimeout(() => {
-              cleanup();
-              reject(new TurnTimeout());
-            }, deadline - core.clock.now());
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      queue.push(grant);
     });
   }
 
