@@ -80,6 +80,11 @@ export class ClusterLink {
     this.cursor = Math.floor(options.random() * this.endpoints.length);
   }
 
+  /** Why the last connection attempt failed (for errors that say why nothing was reached). */
+  get lastConnectFailure(): string | null {
+    return this.lastConnectError?.message ?? null;
+  }
+
   /** The node currently serving this client, if any. */
   get connectedUrl(): string | null {
     return this.current?.isOpen ? this.current.url : null;

@@ -167,7 +167,10 @@ export class SessionManager {
       try {
         opened = await within(this.opening, { clock: this.clock, deadline, signal });
       } catch (e) {
-        if (e instanceof DeadlineReached) throw new UnavailableError('no session could be opened before the deadline');
+        if (e instanceof DeadlineReached) {
+          const why = this.link.lastConnectFailure;
+          throw new UnavailableError(`no session could be opened before the deadline${why === null ? '' : ` (last connection attempt: ${why})`}`);
+        }
         throw e;
       }
       if (opened.isLive) return opened;
