@@ -26,5 +26,8 @@ export function formatStatus(rows: readonly StatusRow[]): string {
       : [r.id, r.role, String(r.term), r.leader ?? '-', String(r.commitIndex), String(r.appliedIndex), r.members.join(','), String(r.pid), r.endpoint],
   );
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  return [header, ...lines].map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  const table = [header, ...lines].map((l) => l.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  // What needs an operator (a member not catching up, a refused peer, a moved address).
+  const warnings = rows.flatMap((r) => ('error' in r ? [] : (r.warnings ?? []).map((w) => `WARNING ${r.id}: ${w}`)));
+  return [...table, ...warnings].join('\n');
 }

@@ -20,6 +20,8 @@ export interface PeerProgress {
   readonly active: boolean;
   /** The leader's last index minus this member's match index. */
   readonly lag: number;
+  /** How long its match has not moved while it was behind (0 when up to date). */
+  readonly stalledMs: number;
 }
 
 export interface RaftView {
@@ -118,6 +120,16 @@ export class NodeMetrics {
       collect() {
         this.reset(); // a follower has no peers to report, and a removed peer must disappear
         for (const p of source.raft().peers) this.set({ peer: p.id }, p.lag);
+      },
+    });
+    new Gauge({
+      name: 'palisade_raft_peer_stalled_seconds',
+      help: "Leader only: how long the peer's match index has not moved while the peer was behind (a follower that is not catching up).",
+      labelNames: ['peer'],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of source.raft().peers) this.set({ peer: p.id }, p.stalledMs / 1000);
       },
     });
     new Gauge({

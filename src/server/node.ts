@@ -27,6 +27,7 @@ import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot,
 import { joinCluster } from './join.js';
 import { backupState } from './backup-state.js';
 import { PeerIdentityGate, isIdentityApp } from './peer-identity.js';
+import { HealthNotes } from './health-notes.js';
 import { RaftDriver } from './raft-driver.js';
 import { ProposalLost, ProposalTimeout, ProposalTracker } from './proposals.js';
 import { AppliedWaiters, ReadIndexBatcher, ReadUnavailable } from './read-barrier.js';
@@ -64,6 +65,7 @@ export class PalisadeNode {
   private driver!: RaftDriver;
   private peers!: PeerTransport;
   private identities!: PeerIdentityGate;
+  private health!: HealthNotes;
   private clients!: ClientServer;
   private reads!: ReadIndexBatcher;
 
@@ -211,6 +213,7 @@ export class PalisadeNode {
     });
     this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.storage.storageId, store: this.storage, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why)) });
     await this.identities.load();
+    this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, now: this.now });
     this.peers.on('peerUp', (peer: NodeId) => this.identities.onPeerUp(peer));
     this.peers.on('peerDown', (peer: NodeId) => this.identities.onPeerDown(peer));
     this.peers.on('raft', (from: NodeId, msgs: readonly Message[]) => {
@@ -239,12 +242,13 @@ export class PalisadeNode {
       this.ops = new NodeOps({
         httpUrl: this.self.httpUrl,
         logger: this.log,
-        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping },
+        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health },
       });
       await this.ops.start();
     }
 
     this.gate.announce();
+    this.health.start();
     this.driver.start();
     this.duties.start();
     this.log.info(
@@ -262,6 +266,7 @@ export class PalisadeNode {
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     this.duties.stop();
+    this.health?.stop();
     await this.driver?.stop();
     await this.peers?.stop();
     this.proposals.failAll(new Error('node stopping'));
@@ -752,6 +757,7 @@ export class PalisadeNode {
       appliedIndex: this.machine.appliedIndex,
       members: [...this.raft.confState.voters, ...this.raft.confState.learners],
       pid: process.pid,
+      warnings: this.health.notes(),
       lastIndex: this.raft.log.lastIndex(),
       snapshotIndex: this.raft.log.snapshotIndex,
       sessions: this.leases.size,

@@ -193,6 +193,9 @@ export interface NodeStatus {
   readonly appliedIndex: number;
   readonly members: readonly string[];
   readonly pid: number;
+  /** What needs an operator: members not catching up, peers refused for another storage
+   *  identity, this node's peer address differing from the recorded one (absent: none). */
+  readonly warnings?: readonly string[];
 }
 
 export interface MemberInfo {

@@ -9,6 +9,7 @@ import type { ClientServer } from '../../transport/client-server.js';
 import type { ClusterConfig } from '../config.js';
 import type { ClientCounts, MetricsSource, NodeRole, PeerProgress, RaftView } from '../metrics.js';
 import type { PeerRtt } from './peer-rtt.js';
+import type { HealthNotes } from '../health-notes.js';
 
 /** What the composition root hands over: the node's parts, read but never changed here. */
 export interface NodeInternals {
@@ -20,6 +21,8 @@ export interface NodeInternals {
   readonly clients: ClientServer;
   readonly storage: RaftStorage;
   stopping(): boolean;
+  /** Members not catching up and other notes for an operator (see health-notes.ts). */
+  readonly health: HealthNotes;
 }
 
 /** /readyz fails when applying lags the known commit index by more than this many entries. */
@@ -40,6 +43,8 @@ export interface NodeStatusJson extends RaftView, MachineCounts {
   readonly applyLag: number;
   readonly ready: boolean;
   readonly notReadyReason: string | null;
+  /** What an operator must act on (health-notes.ts); empty when nothing. */
+  readonly warnings: readonly string[];
   readonly clientConnections: number;
   readonly lastFsyncMs: number;
   readonly pid: number;
@@ -119,8 +124,9 @@ export class NodeView implements MetricsSource {
     const raft = this.n.raft;
     const lastIndex = raft.log.lastIndex();
     const peers: PeerProgress[] = [];
+    const stuck = new Map(this.n.health.behind().map((p) => [p.id, p.stalledMs]));
     for (const p of raft.progress()) {
-      if (p.id !== this.n.id) peers.push({ ...p, lag: Math.max(0, lastIndex - p.match) });
+      if (p.id !== this.n.id) peers.push({ ...p, lag: Math.max(0, lastIndex - p.match), stalledMs: stuck.get(p.id) ?? 0 });
     }
     return {
       role: roleOf(raft.role),
@@ -144,6 +150,10 @@ export class NodeView implements MetricsSource {
 
   storage(): StorageStats {
     return this.n.storage.stats();
+  }
+
+  warnings(): string[] {
+    return this.n.health.notes();
   }
 
   readiness(r: RaftView = this.raft()): Readiness {
@@ -172,6 +182,7 @@ export class NodeView implements MetricsSource {
       applyLag: r.commitIndex - r.appliedIndex,
       ready: ready.ready,
       notReadyReason: ready.ready ? null : ready.reason,
+      warnings: this.warnings(),
       sessions: m.sessions,
       locks: m.locks,
       holders: m.holders,

@@ -41,7 +41,9 @@ export async function route(d: RouteDeps, req: IncomingMessage, res: ServerRespo
     case '/readyz': {
       const r = d.view.raft();
       const ready = d.view.readiness(r);
-      const facts = { node: d.view.id, role: r.role, term: r.term, leader: r.leader, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex };
+      // Warnings do not fail readiness (this node still serves correctly), but they are
+      // what an operator must act on: a member not catching up, a refused peer.
+      const facts = { node: d.view.id, role: r.role, term: r.term, leader: r.leader, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, warnings: d.view.warnings() };
       return ready.ready ? json(res, 200, { status: 'ready', ...facts }) : json(res, 503, { status: 'not ready', reason: ready.reason, ...facts });
     }
     case '/api/status':
