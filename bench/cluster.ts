@@ -84,7 +84,8 @@ export class BenchCluster {
       secret: 'palisade-bench-secret-0123456789abcdef',
       nodes: specs,
       raft: timing.raft,
-      sessions: timing.sessions,
+      // The sessions workload opens 100,000 sessions, the default cluster-wide cap: lift it.
+      sessions: { ...timing.sessions, maxSessions: 1_000_000 },
       snapshot: timing.snapshot,
       limits: BENCH_LIMITS,
     };
