@@ -8,7 +8,7 @@ export class StorageError extends Error {
   override readonly name = 'StorageError';
   constructor(
     readonly dir: string,
-    problem: string,
+    readonly problem: string,
     options?: { cause?: unknown },
   ) {
     super(`storage ${dir}: ${problem}`, options);

@@ -28,6 +28,7 @@ import {
   type Identity,
 } from './records.js';
 import { readWatermark, sameMark, WatermarkFile, type Watermark } from './watermark.js';
+import { copyAside, dropCopy, explainLevelError } from './preopen.js';
 
 export interface LoadedState {
   readonly hardState: HardState;
@@ -109,13 +110,19 @@ export class RaftStorage {
     } catch (err) {
       throw new StorageError(dir, `cannot create the data directory (${describe(err)})`, { cause: err });
     }
+    let copy: string | null;
+    try {
+      copy = await copyAside(dir);
+    } catch (err) {
+      throw new StorageError(dir, `cannot copy the LevelDB logs aside before opening: ${explainLevelError(err)}`, { cause: err });
+    }
+    const kept = copy ? ` (the files LevelDB's recovery rewrote are kept as they were in ${copy})` : '';
     const db: Db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
     try {
       await db.open();
     } catch (err) {
-      throw new StorageError(dir, `cannot open the database (${describe(err)}); is another process using this directory?`, {
-        cause: err,
-      });
+      if (/locked/.test(explainLevelError(err))) await dropCopy(copy).catch(() => undefined); // nothing was touched
+      throw new StorageError(dir, `cannot open the database: ${explainLevelError(err)}${kept}`, { cause: err });
     }
     let wm: WatermarkFile | null = null;
     try {
@@ -150,12 +157,13 @@ export class RaftStorage {
       }
       const storage = new RaftStorage(dir, db, state, bounds, wm, storageId);
       if (written > 0) storage.countWrite(written, 0);
+      await dropCopy(copy);
       return storage;
     } catch (err) {
       await wm?.close().catch(() => undefined);
       await db.close().catch(() => undefined);
-      if (err instanceof StorageError) throw err;
-      throw new StorageError(dir, `cannot read the database (${describe(err)})`, { cause: err });
+      if (err instanceof StorageError) throw new StorageError(dir, `${err.problem}${kept}`, { cause: err.cause });
+      throw new StorageError(dir, `cannot read the database: ${explainLevelError(err)}${kept}`, { cause: err });
     }
   }
 
@@ -246,7 +254,7 @@ export class RaftStorage {
       await this.wm.write(mark);
     } catch (err) {
       this.failure = err;
-      throw new StorageError(this.dir, `writing the watermark failed (${describe(err)})`, { cause: err });
+      throw new StorageError(this.dir, `writing the watermark failed: ${explainLevelError(err)}`, { cause: err });
     }
   }
 
@@ -360,7 +368,7 @@ export class RaftStorage {
       await this.db.batch(ops, { sync: true });
     } catch (err) {
       this.failure = err;
-      throw new StorageError(this.dir, `a synchronous write failed (${describe(err)})`, { cause: err });
+      throw new StorageError(this.dir, `a synchronous write failed: ${explainLevelError(err)}`, { cause: err });
     }
     this.countWrite(bytes, performance.now() - started);
   }
