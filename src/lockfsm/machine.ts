@@ -242,6 +242,12 @@ export class LockMachine {
     return rec === undefined ? null : this.sessionInfo(rec);
   }
 
+  /** The token name that opened session `id` (null: opened without one); undefined when
+   *  there is no such session. O(1), unlike session(). */
+  sessionOwner(id: number): string | null | undefined {
+    return this.sessionTable.get(id)?.owner;
+  }
+
   *sessions(): IterableIterator<SessionInfo> {
     for (const rec of this.sessionTable.values()) yield this.sessionInfo(rec);
   }

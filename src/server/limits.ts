@@ -17,9 +17,10 @@ export interface MachineView {
   /** The last entry applied here: a session id (its openSession's index) above it may just
    *  not have reached this node yet. */
   readonly appliedIndex: number;
+  /** The token name that opened session `id`: null when opened without authentication,
+   *  undefined when there is no such session. Cheap: checked on every session request. */
+  sessionOwner(id: number): string | null | undefined;
   session(id: number): {
-    /** The token name that opened it (null: opened without authentication). */
-    readonly owner: string | null;
     readonly locks: readonly { readonly name: string }[];
     readonly waits: readonly { readonly name: string }[];
     readonly elections: readonly string[];

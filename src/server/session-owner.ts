@@ -27,8 +27,8 @@ export function sessionOwnerProblem(p: Principal, req: SessionRequest, machine: 
   if (req.session > machine.appliedIndex) {
     return { code: 'UNKNOWN_SESSION', message: `session ${req.session} is not open (never opened, closed or expired)` };
   }
-  const s = machine.session(req.session);
-  if (s === null || s.owner === null || s.owner === p.name) return null;
+  const owner = machine.sessionOwner(req.session);
+  if (owner === undefined || owner === null || owner === p.name) return null;
   if (p.admin && req.op === 'closeSession') return null;
   return {
     code: 'PERMISSION_DENIED',

@@ -230,7 +230,7 @@ function onlyThrows(what: string, allowed: (e: unknown) => boolean, fn: () => un
   }
 }
 
-const noMachine = () => ({ appliedIndex: 0, session: () => null, lock: () => null });
+const noMachine = () => ({ appliedIndex: 0, sessionOwner: () => undefined, session: () => null, lock: () => null });
 /** With tokens (what a secured node runs) and without (so that acceptance shows parsing). */
 const gate = new ClientGate(validateConfig(VALID_CONFIGS[1], '/tmp'), pino({ level: 'silent' }), noMachine);
 const openGate = new ClientGate(validateConfig(VALID_CONFIGS[0], '/tmp'), pino({ level: 'silent' }), noMachine);

@@ -41,9 +41,10 @@ function configWith(extra: Record<string, unknown>): ClusterConfig {
 function machineView(sessions: Record<number, { owner?: string; locks?: string[]; waits?: string[]; elections?: string[] }>, locks: Record<string, { holders: number; waiters: number }> = {}): MachineView {
   return {
     appliedIndex: 1000,
+    sessionOwner: (id) => (sessions[id] ? (sessions[id]!.owner ?? null) : undefined),
     session: (id) => {
       const s = sessions[id];
-      return s ? { owner: s.owner ?? null, locks: (s.locks ?? []).map((name) => ({ name })), waits: (s.waits ?? []).map((name) => ({ name })), elections: s.elections ?? [] } : null;
+      return s ? { locks: (s.locks ?? []).map((name) => ({ name })), waits: (s.waits ?? []).map((name) => ({ name })), elections: s.elections ?? [] } : null;
     },
     lock: (name) => {
       const l = locks[name];
@@ -218,9 +219,20 @@ describe('the connection gate', () => {
     assert.equal(acquireLimitProblem(roomy, { ...s2('busy', true), session: 99 } as Request, view), null, 'an unknown session is the machine\'s to answer');
   });
 
+  test('sessions per connection are counted when requested: pipelined opens cannot pass the limit', () => {
+    const view = { appliedIndex: 0, sessionOwner: () => undefined, session: () => null, lock: () => null };
+    const { conn } = gateFor({ limits: { maxSessionsPerConnection: 2 } }, view);
+    const opens: Request[] = [1, 2, 3].map((id) => ({ id, op: 'openSession' }));
+    assert.equal(conn.admit(opens[0]!), null);
+    assert.equal(conn.admit(opens[1]!), null);
+    assert.equal(conn.admit(opens[2]!)?.code, 'LIMIT_EXCEEDED', 'two opens in flight fill the connection');
+    conn.observe(opens[0]!, { ok: false, error: { code: 'UNAVAILABLE', message: 'no leader' } });
+    assert.equal(conn.admit(opens[2]!), null, 'a refused open frees its place');
+  });
+
   test('sessions per connection; closed or expired ones stop counting', () => {
     const alive = new Set([11, 12]);
-    const view = { appliedIndex: 11, session: (id: number) => (alive.has(id) ? { owner: null, locks: [], waits: [], elections: [] } : null), lock: () => null };
+    const view = { appliedIndex: 11, sessionOwner: () => null, session: (id: number) => (alive.has(id) ? { locks: [], waits: [], elections: [] } : null), lock: () => null };
     const { conn } = gateFor({ limits: { maxSessionsPerConnection: 2 } }, view);
     const open: Request = { id: 1, op: 'openSession' };
     conn.observe(open, { ok: true, result: { session: 11, ttlMs: 1000 } });
