@@ -1,6 +1,6 @@
 // `palisade snapshot ...`: backups (save, inspect, restore) and log compaction. Each loads
 // its implementation when it runs (start-up time): inspect and restore need no connection.
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { rpcCredentials } from './credentials.js';
 import { endpointsOption } from './options.js';
 
@@ -19,8 +19,16 @@ export function registerSnapshotCommands(program: Command, endpointsFrom: (opt: 
     .description('print what a backup holds (locks, sessions, elections, keys, highest token); refuses a damaged file')
     .argument('<file>', 'the backup file')
     .option('--json', 'print JSON')
-    .option('--limit <n>', 'rows shown per table', (v) => Number(v), 50)
+    .option('--limit <n>', 'rows shown per table', wholeNumber, 50)
     .action(async (file: string, o: { json?: boolean; limit: number }) => (await backup()).inspectCommand(file, o));
+  snapshot
+    .command('restore')
+    .description("build the data directories of a NEW cluster (the config's clusterId) from a backup; its tokens start above the backup's")
+    .argument('<file>', 'the backup file')
+    .requiredOption('--config <file>', 'the new cluster\'s config (a clusterId other than the backup\'s; every node\'s dataDir must be empty)')
+    .option('--id <id>', 'build only this member\'s directory (on its own host); needs --min-token')
+    .option('--min-token <n>', 'every new token will exceed this: the highest token your resources accepted (default: a safe bound, see docs)', wholeNumber)
+    .action(async (file: string, o: { config: string; id?: string; minToken?: number }) => (await import('./restore.js')).restoreCommand(file, o));
   snapshot
     .command('compact')
     .description("snapshot one node's state now and compact its log")
@@ -30,4 +38,10 @@ export function registerSnapshotCommands(program: Command, endpointsFrom: (opt: 
       const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000, rpcCredentials());
       process.stdout.write(`snapshot at index ${r.index}\n`);
     });
+}
+
+function wholeNumber(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('must be a whole number');
+  return n;
 }

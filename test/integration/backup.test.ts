@@ -57,8 +57,9 @@ test('a backup reads every lock and key: only admin tokens may take one', () => 
   assert.equal(permissionProblem({ ...everything, admin: true }, { id: 1, op: 'snapshot', backup: true }), null);
 });
 
-describe('palisade snapshot save / inspect on a live cluster', () => {
+describe('palisade snapshot save / inspect on a live cluster, restore into a new one', () => {
   let c: TestCluster;
+  let backup: { file: string; summary: BackupSummary } | null = null;
   before(async () => {
     c = await TestCluster.started();
   });
@@ -95,6 +96,7 @@ describe('palisade snapshot save / inspect on a live cluster', () => {
 
       const out = await run(process.execPath, [CLI, 'snapshot', 'inspect', file, '--json']);
       const s = JSON.parse(out.stdout) as BackupSummary;
+      const dump = JSON.stringify({ ...s, keys: s.keys.length });
       assert.equal(s.header.clusterId, 'palisade-test');
       assert.ok(floor > 0 && s.header.index >= floor, `backup index ${s.header.index} covers the write acknowledged at ${floor}`);
       const counter = s.keys.find((k) => k.key === 'load/counter');
@@ -103,11 +105,12 @@ describe('palisade snapshot save / inspect on a live cluster', () => {
       const lock = s.locks.find((l) => l.name === 'held/a');
       assert.deepEqual(lock?.holders.map((h) => h.token), [held.token]);
       const e = s.elections.find((x) => x.name === 'primary');
-      assert.equal(e?.token, leadership.token);
-      assert.equal(e?.value, 'host-a');
-      assert.equal(s.sessions, 2);
-      assert.equal(s.highestToken, Math.max(held.token, leadership.token));
+      assert.equal(e?.token, leadership.token, dump);
+      assert.equal(e?.value, 'host-a', dump);
+      assert.equal(s.sessions, 2, dump);
+      assert.equal(s.highestToken, Math.max(held.token, leadership.token), dump);
 
+      backup = { file, summary: s };
       const text = await run(process.execPath, [CLI, 'snapshot', 'inspect', file]);
       assert.match(text.stdout, /cluster\s+palisade-test/);
       assert.match(text.stdout, new RegExp(`held/a  session \\d+ token ${held.token} exclusive`));
@@ -123,6 +126,57 @@ describe('palisade snapshot save / inspect on a live cluster', () => {
     } finally {
       await client.close();
       await loader.close();
+    }
+  });
+
+  test('restore builds a new cluster with every key, free locks and tokens above the backup', async () => {
+    assert.ok(backup, 'the save test ran');
+    const { file, summary } = backup as { file: string; summary: BackupSummary };
+    const fresh = await TestCluster.create({ extraConfig: { clusterId: 'palisade-restored' } });
+    try {
+      // The old cluster id is refused: a restored cluster is a new one.
+      await assert.rejects(run(process.execPath, [CLI, 'snapshot', 'restore', file, '--config', c.configPath]), /new clusterId/);
+      const minToken = summary.header.index + 1000;
+      const r = await run(process.execPath, [CLI, 'snapshot', 'restore', file, '--config', fresh.configPath, '--min-token', String(minToken)]);
+      assert.match(r.stdout, new RegExp(`token floor ${minToken}: --min-token`));
+      assert.match(r.stdout, /ended \d+ sessions: 1 held locks are free, 1 elections have no leader/);
+      // A second restore over the written directories is refused.
+      await assert.rejects(run(process.execPath, [CLI, 'snapshot', 'restore', file, '--config', fresh.configPath]), /is not empty/);
+
+      await fresh.startAll();
+      await fresh.waitForLeader();
+      const client = await LockClient.connect({ endpoints: fresh.endpoints, ttlMs: 30_000 });
+      try {
+        for (const k of summary.keys) {
+          const kv = await client.kvGet(k.key);
+          assert.equal(kv?.revision, k.revision, `${k.key} kept its revision`);
+          assert.equal(kv?.value.length, k.bytes);
+        }
+        assert.equal(new TextDecoder().decode((await client.kvGet('key/3'))!.value), 'value 3');
+        // The backup's holder is gone with its session: the lock is free, and its new token
+        // exceeds every token of the backup and the floor.
+        const lock = await client.tryAcquire('held/a');
+        assert.ok(lock, 'the restored lock is free');
+        assert.ok(lock.token > minToken && lock.token > summary.highestToken, `new token ${lock.token} > floor ${minToken}`);
+        const leadership = await client.election('primary').campaign('host-b');
+        assert.ok(leadership.token > minToken, 'a new leader epoch exceeds the floor');
+        const put = await client.put('key/new', 'x');
+        assert.ok(put.revision > minToken);
+      } finally {
+        await client.close();
+      }
+
+      // Without --min-token the floor is the safe bound: far above the backup's index.
+      const other = await TestCluster.create({ nodes: 1, extraConfig: { clusterId: 'palisade-restored-2' } });
+      try {
+        const d = await run(process.execPath, [CLI, 'snapshot', 'restore', file, '--config', other.configPath]);
+        const floor = Number(/token floor (\d+)/.exec(d.stdout)?.[1]);
+        assert.ok(floor >= summary.header.index + 3_600_000_000, `default floor ${floor}`);
+      } finally {
+        await other.stop();
+      }
+    } finally {
+      await fresh.stop();
     }
   });
 });
