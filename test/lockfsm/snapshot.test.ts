@@ -36,6 +36,24 @@ function busyMachine(): Driver {
 }
 
 describe('snapshot and restore', () => {
+  it('startNewCluster ends every session, frees what they held, keeps keys, and moves the index', () => {
+    const d = busyMachine();
+    const m = LockMachine.restore(d.m.snapshot(), TEST_CONFIG);
+    const sessions = m.stats().sessions;
+    assert.ok(sessions > 0);
+    assert.equal(m.startNewCluster(1000), sessions);
+    assert.equal(m.appliedIndex, 1000);
+    assert.equal(m.stats().sessions, 0);
+    assert.equal(m.stats().holders, 0);
+    assert.equal(m.stats().waiters, 0);
+    assert.deepEqual(m.elections(), []);
+    assert.deepEqual(m.kvGet('k')?.value, bytes(1, 2, 3));
+    assert.ok(m.lock('gone')?.delayed, 'a lock-delay of the old state stays');
+    const again = LockMachine.restore(m.snapshot(), TEST_CONFIG);
+    assert.equal(again.appliedIndex, 1000);
+    assert.throws(() => m.startNewCluster(999), RangeError, 'the index only grows');
+  });
+
   it('restores the full state: reads, stats and the next snapshot are identical', () => {
     const d = busyMachine();
     const snap = d.m.snapshot();
