@@ -26,11 +26,27 @@ export function decodeMemberContext(ctx: Uint8Array | undefined): MemberUrls | n
   }
 }
 
+/** Removed members remembered for idempotent retries; older ones are forgotten. */
+const MAX_REMEMBERED_REMOVALS = 256;
+
 export class MemberDirectory {
   private readonly urls = new Map<NodeId, MemberUrls>();
+  /** Members whose removal this node applied (kept in snapshots), most recent last: a
+   *  retried removal of one of them is answered as done, not refused. */
+  private readonly removed: NodeId[] = [];
 
-  constructor(entries: Iterable<readonly [NodeId, MemberUrls]> = []) {
+  constructor(entries: Iterable<readonly [NodeId, MemberUrls]> = [], removed: readonly NodeId[] = []) {
     for (const [id, u] of entries) this.urls.set(id, u);
+    this.removed.push(...removed);
+  }
+
+  /** Whether a removal of `id` was applied and `id` was not added back since. */
+  wasRemoved(id: NodeId): boolean {
+    return this.removed.includes(id) && !this.urls.has(id);
+  }
+
+  removedIds(): NodeId[] {
+    return [...this.removed];
   }
 
   get(id: NodeId): MemberUrls | undefined {
@@ -43,8 +59,13 @@ export class MemberDirectory {
 
   /** Follow a committed change (the core applies the vote side). */
   apply(cc: ConfChange): void {
-    if (cc.type === 'remove') this.urls.delete(cc.node);
-    else if (cc.type === 'addLearner') {
+    if (cc.type === 'remove') {
+      this.urls.delete(cc.node);
+      const at = this.removed.indexOf(cc.node);
+      if (at >= 0) this.removed.splice(at, 1);
+      this.removed.push(cc.node);
+      if (this.removed.length > MAX_REMEMBERED_REMOVALS) this.removed.shift();
+    } else if (cc.type === 'addLearner') {
       const u = decodeMemberContext(cc.context);
       if (u) this.urls.set(cc.node, u);
     }
@@ -85,11 +106,11 @@ export function bootstrapEntries(nodes: readonly ({ id: NodeId } & MemberUrls)[]
 
 /** What a node's snapshot holds: the lock machine and the member directory. */
 export function wrapSnapshot(machine: Uint8Array, members: MemberDirectory): Uint8Array {
-  return packr.pack({ v: 1, machine, members: members.entries() });
+  return packr.pack({ v: 1, machine, members: members.entries(), removed: members.removedIds() });
 }
 
-export function unwrapSnapshot(data: Uint8Array): { machine: Uint8Array; members: [NodeId, MemberUrls][] } {
-  let v: { v?: unknown; machine?: unknown; members?: unknown };
+export function unwrapSnapshot(data: Uint8Array): { machine: Uint8Array; members: [NodeId, MemberUrls][]; removed: NodeId[] } {
+  let v: { v?: unknown; machine?: unknown; members?: unknown; removed?: unknown };
   try {
     v = packr.unpack(data) as typeof v;
   } catch (e) {
@@ -98,5 +119,7 @@ export function unwrapSnapshot(data: Uint8Array): { machine: Uint8Array; members
   if (v.v !== 1 || !(v.machine instanceof Uint8Array) || !Array.isArray(v.members)) {
     throw new Error('snapshot has an unknown layout');
   }
-  return { machine: v.machine, members: v.members as [NodeId, MemberUrls][] };
+  // `removed` came later: a snapshot without it remembers no removals.
+  const removed = Array.isArray(v.removed) ? v.removed.filter((x): x is NodeId => typeof x === 'string') : [];
+  return { machine: v.machine, members: v.members as [NodeId, MemberUrls][], removed };
 }

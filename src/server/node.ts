@@ -161,7 +161,7 @@ export class PalisadeNode {
     }
     const snap = stored.snapshot ? unwrapSnapshot(stored.snapshot.data) : null;
     this.machine = snap ? LockMachine.restore(snap.machine, this.machineConfig) : new LockMachine(this.machineConfig);
-    this.members = new MemberDirectory(snap?.members ?? this.cfg.nodes.map((n) => [n.id, { peerUrl: n.peerUrl, clientUrl: n.clientUrl }] as const));
+    this.members = new MemberDirectory(snap?.members ?? this.cfg.nodes.map((n) => [n.id, { peerUrl: n.peerUrl, clientUrl: n.clientUrl }] as const), snap?.removed);
     this.lastSnapshotIndex = stored.snapshot?.meta.index ?? 0;
     const { tickMs, heartbeatMs, electionTimeoutMs } = this.cfg.raft;
     this.raft = new RaftNode(
@@ -372,7 +372,7 @@ export class PalisadeNode {
   private installSnapshot(s: Snapshot): void {
     const snap = unwrapSnapshot(s.data);
     this.machine = LockMachine.restore(snap.machine, this.machineConfig);
-    this.members = new MemberDirectory(snap.members);
+    this.members = new MemberDirectory(snap.members, snap.removed);
     this.peers.setPeers(this.members.peerMap(this.id, [...s.meta.conf.voters, ...s.meta.conf.learners]));
     this.lastSnapshotIndex = s.meta.index;
     this.proposals.failUpTo(s.meta.index);
@@ -696,6 +696,10 @@ export class PalisadeNode {
       }
       cc = { type: 'addLearner', node: req.member, context: encodeMemberContext({ peerUrl: req.peerUrl, clientUrl: req.clientUrl }) };
     } else {
+      // A retried removal whose first attempt was applied (its answer lost, e.g. with the
+      // removed leader's connection) is done, not a conflict: as for a retried add.
+      const conf = this.raft.confState;
+      if (!conf.voters.includes(req.member) && !conf.learners.includes(req.member) && this.members.wasRemoved(req.member)) return { ok: true, result: { index: 0, already: true } };
       cc = { type: 'remove', node: req.member };
     }
     const r = this.raft.proposeConfChange(cc);
