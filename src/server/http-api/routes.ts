@@ -16,6 +16,8 @@ export interface ApiRoute {
   readonly op: Op;
   /** The op's fields (without id and op) from the body or query. */
   readonly fields: (input: Input) => Record<string, unknown>;
+  /** Answered as a Server-Sent Events stream (streams.ts), not one JSON answer. */
+  readonly stream?: true;
 }
 
 /** Longest long-poll wait of an acquire. A client that wants longer asks again. */
@@ -85,6 +87,7 @@ export const ROUTES: readonly ApiRoute[] = [
   },
   { method: 'POST', path: '/kv/delete', op: 'delete', fields: (b) => ({ ...seqOf(b), key: b.key, fence: fenceOf(b), ifRevision: b.ifRevision }) },
   { method: 'GET', path: '/kv', op: 'kvGet', fields: (q) => ({ key: q.key }) },
+  { method: 'GET', path: '/kv/watch', op: 'watch', fields: (q) => ({ prefix: q.prefix ?? '' }), stream: true },
   // Elections
   { method: 'POST', path: '/election/campaign', op: 'campaign', fields: (b) => ({ ...seqOf(b), election: b.election, value: b.value }) },
   {
@@ -95,6 +98,7 @@ export const ROUTES: readonly ApiRoute[] = [
   },
   { method: 'POST', path: '/election/resign', op: 'resign', fields: (b) => ({ ...seqOf(b), election: b.election, token: tokenFromJson(b.token, 'token') }) },
   { method: 'GET', path: '/election/leader', op: 'leader', fields: (q) => ({ election: q.election }) },
+  { method: 'GET', path: '/election/observe', op: 'observe', fields: (q) => ({ election: q.election }), stream: true },
 ];
 
 /** The path the OpenAPI document is served at (not an op). */

@@ -17,6 +17,7 @@ import { readJsonBody } from './body.js';
 import { ApiError, sendError, sendJson } from './errors.js';
 import { toJsonTokens } from './json-wire.js';
 import { acquireWithWait } from './long-poll.js';
+import { serveStream } from './streams.js';
 import { API_PREFIX, OPENAPI_PATH, findRoute, waitMsOf, type Input } from './routes.js';
 
 /** The OpenAPI document, shipped in web/ (same relative path from src/ and dist/). */
@@ -78,6 +79,7 @@ export class HttpApi {
     const waitMs = route.op === 'acquire' ? waitMsOf(input) : 0;
     const parsed = parseRequest({ ...route.fields(input), id: 0, op: route.op });
     if (isRequestError(parsed)) return sendError(res, parsed.error);
+    if (route.stream) return serveStream(this.opts.node, gate, parsed as Extract<Request, { op: 'watch' | 'observe' }>, req, res);
     const answer = waitMs > 0 ? await acquireWithWait(this.opts.node, gate, parsed as Extract<Request, { op: 'acquire' }>, waitMs, closed(res)) : await this.opts.node.serve(gate, parsed, null);
     if (!answer.ok) return sendError(res, answer.error);
     sendJson(res, 200, toJsonTokens(answer.result ?? null));
