@@ -28,6 +28,9 @@ export interface MachineConfig {
   readonly maxSeqAdvance: number;
   /** Sessions open at once across the cluster; an openSession beyond it is LIMIT_EXCEEDED. */
   readonly maxSessions: number;
+  /** Sessions open at once with the same owner (token): one token cannot take the whole
+   *  cluster's maxSessions from the others. Sessions without an owner are not counted. */
+  readonly maxSessionsPerOwner: number;
 }
 
 export const DEFAULT_MACHINE_CONFIG: MachineConfig = Object.freeze({
@@ -44,6 +47,7 @@ export const DEFAULT_MACHINE_CONFIG: MachineConfig = Object.freeze({
   maxLedgerEntries: 100_000,
   maxSeqAdvance: 1_000_000,
   maxSessions: 100_000,
+  maxSessionsPerOwner: 10_000,
 });
 
 /** Throws on a config no node should run with (a start-up error, not a command error). */
@@ -62,6 +66,7 @@ export function checkMachineConfig(config: MachineConfig): MachineConfig {
     'maxLedgerEntries',
     'maxSeqAdvance',
     'maxSessions',
+    'maxSessionsPerOwner',
   ];
   for (const field of fields) {
     const v = config[field];
@@ -78,6 +83,7 @@ export function checkMachineConfig(config: MachineConfig): MachineConfig {
     'maxLedgerEntries',
     'maxSeqAdvance',
     'maxSessions',
+    'maxSessionsPerOwner',
   ];
   for (const field of positive) {
     if (config[field] === 0) throw new Error(`lockfsm config: ${field} must be at least 1`);

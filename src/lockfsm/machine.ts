@@ -127,6 +127,9 @@ export class LockMachine {
     if (this.sessionTable.size >= this.config.maxSessions) {
       return limitExceeded(`${this.sessionTable.size} sessions are open, the cluster's limit (sessions.maxSessions); close some or retry later`);
     }
+    if (cmd.owner !== undefined && this.sessionTable.ownedBy(cmd.owner) >= this.config.maxSessionsPerOwner) {
+      return limitExceeded(`token "${cmd.owner}" has ${this.sessionTable.ownedBy(cmd.owner)} sessions open, the limit per token (sessions.maxSessionsPerToken); close some first`);
+    }
     // The id is the entry's index: unique cluster-wide and never reused.
     const label = cmd.label ?? null;
     this.sessionTable.open(ctx.index, cmd.ttlMs, label, cmd.owner ?? null);

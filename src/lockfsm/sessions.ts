@@ -55,6 +55,8 @@ const NEW: Admission = { kind: 'new' };
 
 export class SessionTable {
   private readonly byId = new Map<number, SessionRecord>();
+  /** Open sessions per owner (owned sessions only). */
+  private readonly byOwner = new Map<string, number>();
   private pending = 0;
 
   constructor(
@@ -69,6 +71,11 @@ export class SessionTable {
   /** Answers kept across all sessions. */
   get pendingResults(): number {
     return this.pending;
+  }
+
+  /** Open sessions of `owner`. */
+  ownedBy(owner: string): number {
+    return this.byOwner.get(owner) ?? 0;
   }
 
   get(id: number): SessionRecord | undefined {
@@ -92,12 +99,18 @@ export class SessionTable {
       elections: new Set(),
     };
     this.byId.set(id, rec);
+    if (owner !== null) this.byOwner.set(owner, this.ownedBy(owner) + 1);
     return rec;
   }
 
   remove(rec: SessionRecord): void {
     this.pending -= rec.answers.length;
     this.byId.delete(rec.id);
+    if (rec.owner !== null) {
+      const left = this.ownedBy(rec.owner) - 1;
+      if (left > 0) this.byOwner.set(rec.owner, left);
+      else this.byOwner.delete(rec.owner);
+    }
   }
 
   /**

@@ -37,6 +37,8 @@ export interface SessionLimits {
   readonly lockDelayMs: number;
   /** Sessions open at once in the whole cluster (the lock machine refuses more). */
   readonly maxSessions: number;
+  /** Sessions open at once per token (auth on), so one token cannot take them all. */
+  readonly maxSessionsPerToken: number;
 }
 
 export interface SnapshotSettings {
@@ -242,6 +244,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   // The lock machine refuses a default lock-delay above its largest (a start-up crash otherwise).
   const lockDelayMs = int(s, 'lockDelayMs', 'sessions.lockDelayMs', DEFAULT_SESSIONS.lockDelayMs, 0, DEFAULT_SESSIONS.maxLockDelayMs);
   const maxSessions = int(s, 'maxSessions', 'sessions.maxSessions', DEFAULT_SESSIONS.maxSessions, 1, 10_000_000);
+  const maxSessionsPerToken = int(s, 'maxSessionsPerToken', 'sessions.maxSessionsPerToken', Math.min(DEFAULT_SESSIONS.maxSessionsPerToken, maxSessions), 1, maxSessions);
   // A session must outlive a leader change, or every failover would expire sessions.
   if (minTtlMs < electionTimeoutMs * 2) {
     throw new ConfigError('sessions.minTtlMs', `must be at least twice raft.electionTimeoutMs (${electionTimeoutMs * 2})`);
@@ -260,7 +263,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     secret,
     nodes,
     raft: { tickMs, heartbeatMs, electionTimeoutMs },
-    sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs, maxSessions },
+    sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs, maxSessions, maxSessionsPerToken },
     snapshot: { entries, keepTail },
     ledger: { retentionMs, abandonedAfterMs },
     auth,

@@ -18,6 +18,7 @@ export const DEFAULT_SESSIONS = Object.freeze({
   /** The largest lock-delay the machine accepts: the config's lockDelayMs may not exceed it. */
   maxLockDelayMs: DEFAULT_MACHINE_CONFIG.maxLockDelayMs,
   maxSessions: DEFAULT_MACHINE_CONFIG.maxSessions,
+  maxSessionsPerToken: DEFAULT_MACHINE_CONFIG.maxSessionsPerOwner,
 });
 
 /** A session must outlive a leader change: minTtlMs is at least twice the election timeout
@@ -60,5 +61,6 @@ export function machineConfigFrom(cfg: ClusterConfig): MachineConfig {
     maxTtlMs: cfg.sessions.maxTtlMs,
     defaultLockDelayMs: cfg.sessions.lockDelayMs,
     maxSessions: cfg.sessions.maxSessions,
+    maxSessionsPerOwner: cfg.sessions.maxSessionsPerToken,
   };
 }

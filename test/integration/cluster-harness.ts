@@ -13,7 +13,7 @@ export { CLI, ROOT, freePort, sleep, until } from '../support/node-process.js';
 export interface HarnessOptions {
   nodes?: number;
   raft?: { tickMs?: number; heartbeatMs?: number; electionTimeoutMs?: number };
-  sessions?: { defaultTtlMs?: number; minTtlMs?: number; maxTtlMs?: number; lockDelayMs?: number; maxSessions?: number };
+  sessions?: { defaultTtlMs?: number; minTtlMs?: number; maxTtlMs?: number; lockDelayMs?: number; maxSessions?: number; maxSessionsPerToken?: number };
   snapshot?: { entries?: number; keepTail?: number };
   secret?: string;
   /** Further top-level config sections (auth, tls, limits ...), written as given. */

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SESSION_LABEL_MAX_BYTES, type Command } from '../../src/lockfsm/types.js';
+import { LockMachine } from '../../src/lockfsm/index.js';
 import { Driver, TEST_CONFIG } from './driver.js';
 
 describe('sessions', () => {
@@ -62,6 +63,27 @@ describe('sessions', () => {
     assert.deepEqual(over.events, []);
     d.apply({ type: 'closeSession', session: a!, seq: 1 });
     assert.equal(d.apply({ type: 'openSession', ttlMs: 5000 }).result.type, 'session');
+  });
+
+  it('bounds the sessions one owner (token) has open, apart from the cluster cap; unowned sessions are not counted', () => {
+    const d = new Driver({ ...TEST_CONFIG, maxSessionsPerOwner: 2 });
+    const open = (owner?: string) => d.apply({ type: 'openSession', ttlMs: 5000, ...(owner ? { owner } : {}) }).result;
+    assert.equal(open('jobs').type, 'session');
+    const second = d.index + 1;
+    assert.equal(open('jobs').type, 'session');
+    const over = open('jobs');
+    assert.equal(over.type === 'error' && over.code, 'LIMIT_EXCEEDED');
+    assert.match(over.type === 'error' ? over.message : '', /token "jobs"/);
+    assert.equal(open('batch').type, 'session', 'another token is not held back');
+    assert.equal(open().type, 'session');
+    assert.equal(open().type, 'session');
+    assert.equal(open().type, 'session', 'sessions without an owner are not counted');
+    d.expire(second);
+    assert.equal(open('jobs').type, 'session', 'an ended session makes room');
+    // The count is rebuilt from a snapshot.
+    const r = LockMachine.restore(d.m.snapshot(), { ...TEST_CONFIG, maxSessionsPerOwner: 2 });
+    const again = r.apply(d.index + 1, { type: 'openSession', ttlMs: 5000, owner: 'jobs' }).result;
+    assert.equal(again.type === 'error' && again.code, 'LIMIT_EXCEEDED');
   });
 
   it('refuses TTLs outside the bounds or not integers', () => {

@@ -27,6 +27,7 @@ describe('sessions belong to the token that opened them', () => {
   before(async () => {
     c = await TestCluster.started({
       credentials: { token: TOKENS.ops },
+      sessions: { maxSessionsPerToken: 20 },
       extraConfig: {
         auth: {
           tokens: [
@@ -116,6 +117,21 @@ describe('sessions belong to the token that opened them', () => {
       assert.ok(retry.ok && busy.ok);
       assert.deepEqual({ ...retry.result, index: 0 }, { ...busy.result, index: 0 }, 'a faithful retry gets the first answer');
     } finally {
+      batch.close();
+    }
+  });
+
+  test('one token cannot open more than sessions.maxSessionsPerToken; the others still can', async () => {
+    const jobs = await WireClient.authenticated(c.endpoints[1]!, TOKENS.jobs);
+    const batch = await WireClient.authenticated(c.endpoints[0]!, TOKENS.batch);
+    try {
+      const replies = await Promise.all(Array.from({ length: 30 }, () => jobs.fire({ op: 'openSession', ttlMs: 60_000 })));
+      assert.equal(replies.filter((r) => r.ok).length, 20);
+      for (const r of replies) if (!r.ok) assert.match(refused(r, 'LIMIT_EXCEEDED', 'over the per-token cap'), /sessions\.maxSessionsPerToken/);
+      const s = await batch.openSession();
+      assert.ok((await batch.sequenced(s, { op: 'closeSession' })).ok);
+    } finally {
+      jobs.close();
       batch.close();
     }
   });

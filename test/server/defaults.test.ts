@@ -36,6 +36,7 @@ describe('defaults', () => {
     assert.equal(c.sessions.minTtlMs, DEFAULT_MACHINE_CONFIG.minTtlMs, 'minimum TTL');
     assert.equal(c.sessions.maxTtlMs, DEFAULT_MACHINE_CONFIG.maxTtlMs, 'maximum TTL');
     assert.equal(c.sessions.maxSessions, DEFAULT_MACHINE_CONFIG.maxSessions, 'session cap');
+    assert.equal(c.sessions.maxSessionsPerToken, DEFAULT_MACHINE_CONFIG.maxSessionsPerOwner, 'session cap per token');
     assert.equal(c.limits.maxNameBytes, DEFAULT_MACHINE_CONFIG.maxNameLength, 'name length');
     assert.equal(DEFAULT_TTL_MS, DEFAULT_SESSION_TTL_MS, 'the SDK\'s TTL is the node\'s default TTL');
     assert.equal(c.sessions.defaultTtlMs, DEFAULT_TTL_MS);

@@ -26,7 +26,7 @@ function setup() {
       leaderRound: () => {},
     },
     leases,
-    { raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: ELECTION_MS }, sessions: { defaultTtlMs: TTL_MS, minTtlMs: 600, maxTtlMs: 60_000, lockDelayMs: 0, maxSessions: 100 }, ledger: { retentionMs: 60_000, abandonedAfterMs: 60_000 } },
+    { raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: ELECTION_MS }, sessions: { defaultTtlMs: TTL_MS, minTtlMs: 600, maxTtlMs: 60_000, lockDelayMs: 0, maxSessions: 100, maxSessionsPerToken: 100 }, ledger: { retentionMs: 60_000, abandonedAfterMs: 60_000 } },
     DEFAULT_MACHINE_CONFIG,
     pino({ level: 'silent' }),
     () => now,
