@@ -9,6 +9,10 @@ export const EXIT = {
   WAIT_TIMEOUT: 74,
   /** The cluster could not be reached or did not answer. */
   UNAVAILABLE: 69,
+  /** The cluster refused the token (UNAUTHENTICATED), or it does not allow this (PERMISSION_DENIED). */
+  DENIED: 77,
+  /** A bad command line or argument (commander uses 1 for its own parse errors: see docs/cli.md). */
+  USAGE: 64,
 } as const;
 
 /** Exit codes of the kv commands besides 0 (success) and 1 (any other failure). */
@@ -23,5 +27,26 @@ export const KV_EXIT = {
   WAIT_TIMEOUT: 74,
   /** The lock was lost before the fenced write applied (the cluster refused the token). */
   FENCED: 75,
+  DENIED: 77,
   USAGE: 64,
 } as const;
+
+/** A command line the command cannot use (exit USAGE). */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+const DENIED = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED']);
+const UNAVAILABLE = new Set(['UNAVAILABLE', 'TIMEOUT', 'NOT_LEADER', 'TOO_MANY_CONNECTIONS']);
+
+/** The exit code for a failure of the SDK (PalisadeError) or of a one-shot request (RpcError). */
+export function exitCodeFor(e: unknown): number {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    if (DENIED.has(code)) return EXIT.DENIED;
+    if (UNAVAILABLE.has(code)) return EXIT.UNAVAILABLE;
+    if (code === 'INVALID_ARGUMENT') return EXIT.USAGE;
+  }
+  if (e instanceof UsageError) return EXIT.USAGE;
+  return 1;
+}

@@ -15,11 +15,11 @@ import {
   LockLostError,
   LockTimeoutError,
   TimeoutError,
-  UnavailableError,
   type KvChange,
   type WriteOptions,
 } from '../client/index.js';
 import { explainFailure, sdkCredentials } from './credentials.js';
+import { exitCodeFor, unavailableText } from './failure.js';
 import { Interrupts, interrupted } from './interrupt.js';
 
 export { KV_EXIT };
@@ -44,11 +44,11 @@ let guard: Interrupts | null = null;
 async function connect(endpoints: string[], ttlMs?: number): Promise<LockClient | number> {
   guard = Interrupts.install();
   try {
-    return await guard.session(LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) }));
+    return await guard.session(LockClient.connect({ endpoints, ...sdkCredentials(), failWhenAllRefuse: true, ...(ttlMs !== undefined ? { ttlMs } : {}) }));
   } catch (e) {
     if (interrupted()) return 1;
-    say(`cannot reach the cluster: ${explainFailure(e)}`);
-    return e instanceof InvalidArgumentError ? KV_EXIT.USAGE : KV_EXIT.UNAVAILABLE;
+    say(`cannot reach the cluster: ${await unavailableText(e, endpoints)}`);
+    return exitCodeFor(e);
   }
 }
 
@@ -77,7 +77,7 @@ function writeFailure(e: unknown, what: string): number {
     return KV_EXIT.UNAVAILABLE;
   }
   say(`${what} failed: ${explainFailure(e)}`);
-  return e instanceof UnavailableError ? KV_EXIT.UNAVAILABLE : 1;
+  return exitCodeFor(e);
 }
 
 /** Runs `write` fenced by --lock (taken for the write, then released), or unfenced. */
@@ -156,7 +156,7 @@ export async function kvGetCommand(key: string, o: { endpoints: string[]; json?:
     return 0;
   } catch (e) {
     say(`get ${key} failed: ${explainFailure(e)}`);
-    return e instanceof UnavailableError || e instanceof TimeoutError ? KV_EXIT.UNAVAILABLE : 1;
+    return exitCodeFor(e);
   } finally {
     await client.close().catch(() => {});
   }
@@ -191,7 +191,7 @@ export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; j
     return 0;
   } catch (e) {
     say(`watch ${JSON.stringify(prefix)} failed: ${explainFailure(e)}`);
-    return e instanceof UnavailableError || e instanceof TimeoutError ? KV_EXIT.UNAVAILABLE : 1;
+    return exitCodeFor(e);
   } finally {
     guard?.handOver(null);
     await client.close().catch(() => {});

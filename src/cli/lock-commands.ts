@@ -1,8 +1,9 @@
 // `palisade lock`, `get`, `elect` and `leader`: the SDK from the shell.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { LockClient, LockTimeoutError, PalisadeError } from '../client/index.js';
+import { LockClient, LockTimeoutError } from '../client/index.js';
 import type { Lock } from '../client/index.js';
-import { explainFailure, sdkCredentials } from './credentials.js';
+import { sdkCredentials } from './credentials.js';
+import { exitCodeFor, unavailableText } from './failure.js';
 
 import { EXIT } from './exit-codes.js';
 import { Interrupts, interrupted } from './interrupt.js';
@@ -24,7 +25,7 @@ function say(msg: string): void {
 
 /** Connects, with Ctrl-C/SIGTERM closing the session from now until `guard` is disposed. */
 function connect(guard: Interrupts, endpoints: string[], ttlMs?: number): Promise<LockClient> {
-  return guard.session(LockClient.connect({ endpoints, ...sdkCredentials(), ...(ttlMs !== undefined ? { ttlMs } : {}) }));
+  return guard.session(LockClient.connect({ endpoints, ...sdkCredentials(), failWhenAllRefuse: true, ...(ttlMs !== undefined ? { ttlMs } : {}) }));
 }
 
 /** Run `argv` as a child with the lock's name and token in its environment. */
@@ -88,8 +89,8 @@ async function lockWithGuard(guard: Interrupts, name: string, argv: string[], o:
     client = await connect(guard, o.endpoints, o.ttl);
   } catch (e) {
     if (interrupted()) return 1;
-    say(`cannot reach the cluster: ${explainFailure(e)}`);
-    return EXIT.UNAVAILABLE;
+    say(`cannot reach the cluster: ${await unavailableText(e, o.endpoints)}`);
+    return exitCodeFor(e);
   }
   let lock: Lock;
   try {
@@ -106,8 +107,8 @@ async function lockWithGuard(guard: Interrupts, name: string, argv: string[], o:
       say(`${name} was not acquired within ${o.wait} ms`);
       return EXIT.WAIT_TIMEOUT;
     }
-    say(`cannot acquire ${name}: ${explainFailure(e)}`);
-    return e instanceof PalisadeError && e.code === 'INVALID_ARGUMENT' ? 64 : EXIT.UNAVAILABLE;
+    say(`cannot acquire ${name}: ${await unavailableText(e, o.endpoints)}`);
+    return exitCodeFor(e);
   }
   say(`acquired ${name} with fencing token ${lock.token}`);
   const child = runChild(argv, { PALISADE_LOCK_NAME: name, PALISADE_FENCING_TOKEN: String(lock.token) });
@@ -117,21 +118,36 @@ async function lockWithGuard(guard: Interrupts, name: string, argv: string[], o:
   return r.lost ? EXIT.LEASE_LOST : r.code;
 }
 
-export async function getCommand(name: string, o: { endpoints: string[]; json?: boolean }): Promise<void> {
-  const guard = Interrupts.install();
-  const client = await connect(guard, o.endpoints).catch((e: unknown) => {
+/** Connects for a one-shot command, or says why it cannot and gives the exit code. */
+async function connectOrCode(guard: Interrupts, endpoints: string[]): Promise<LockClient | number> {
+  try {
+    return await connect(guard, endpoints);
+  } catch (e) {
     guard.dispose();
-    throw e;
-  });
+    if (interrupted()) return 1;
+    say(`cannot reach the cluster: ${await unavailableText(e, endpoints)}`);
+    return exitCodeFor(e);
+  }
+}
+
+export async function getCommand(name: string, o: { endpoints: string[]; json?: boolean }): Promise<number> {
+  const guard = Interrupts.install();
+  const client = await connectOrCode(guard, o.endpoints);
+  if (typeof client === 'number') return client;
   try {
     const info = await client.get(name);
     if (o.json) {
       process.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
-      return;
+      return 0;
     }
     if (info.holders.length === 0) process.stdout.write(`${name}: free${info.delayed ? ' (in lock-delay)' : ''}\n`);
     for (const h of info.holders) process.stdout.write(`${name}: held by session ${h.session} (${h.mode}) with token ${h.token}\n`);
     info.waiters.forEach((w, i) => process.stdout.write(`  waiter ${i + 1}: session ${w.session} (${w.mode})\n`));
+    return 0;
+  } catch (e) {
+    if (interrupted()) return 1;
+    say(`cannot read ${name}: ${await unavailableText(e, o.endpoints)}`);
+    return exitCodeFor(e);
   } finally {
     await client.close().catch(() => {});
     guard.dispose();
@@ -146,8 +162,8 @@ export async function electCommand(name: string, value: string, argv: string[], 
   } catch (e) {
     guard.dispose();
     if (interrupted()) return 1;
-    say(`cannot reach the cluster: ${explainFailure(e)}`);
-    return EXIT.UNAVAILABLE;
+    say(`cannot reach the cluster: ${await unavailableText(e, o.endpoints)}`);
+    return exitCodeFor(e);
   }
   try {
     say(`campaigning in ${name} as ${JSON.stringify(value)}`);
@@ -172,20 +188,18 @@ export async function electCommand(name: string, value: string, argv: string[], 
     return code;
   } catch (e) {
     if (interrupted()) return 1;
-    say(`election failed: ${explainFailure(e)}`);
-    return EXIT.UNAVAILABLE;
+    say(`election failed: ${await unavailableText(e, o.endpoints)}`);
+    return exitCodeFor(e);
   } finally {
     await client.close().catch(() => {});
     guard.dispose();
   }
 }
 
-export async function leaderCommand(name: string, o: { endpoints: string[]; watch?: boolean; json?: boolean }): Promise<void> {
+export async function leaderCommand(name: string, o: { endpoints: string[]; watch?: boolean; json?: boolean }): Promise<number> {
   const guard = Interrupts.install();
-  const client = await connect(guard, o.endpoints).catch((e: unknown) => {
-    guard.dispose();
-    throw e;
-  });
+  const client = await connectOrCode(guard, o.endpoints);
+  if (typeof client === 'number') return client;
   const print = (s: { leader: number | null; value: string | null; token: number | null }) =>
     process.stdout.write(
       o.json
@@ -197,12 +211,17 @@ export async function leaderCommand(name: string, o: { endpoints: string[]; watc
   try {
     if (!o.watch) {
       print(await client.election(name).leader());
-      return;
+      return 0;
     }
     const obs = client.election(name).observe();
     // --watch runs until Ctrl-C: the signal ends the watch, and the command ends with 0.
     guard.handOver(() => obs.close());
     for await (const s of obs) print(s);
+    return 0;
+  } catch (e) {
+    if (interrupted()) return 1;
+    say(`cannot read ${name}: ${await unavailableText(e, o.endpoints)}`);
+    return exitCodeFor(e);
   } finally {
     guard.handOver(null);
     await client.close().catch(() => {});

@@ -2,7 +2,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { existsSync } from 'node:fs';
 import { loadConfig } from '../server/config.js';
-import { EXIT } from './exit-codes.js';
+import { EXIT, UsageError, exitCodeFor } from './exit-codes.js';
 import { interrupted } from './interrupt.js';
 import { registerAdminCommands } from './admin-commands.js';
 import { registerSnapshotCommands } from './snapshot-register.js';
@@ -21,17 +21,31 @@ program
   .name('palisade')
   .description('A lock service with fencing tokens, replicated by Raft.')
   .showHelpAfterError()
-  .enablePositionalOptions();
+  .enablePositionalOptions()
+  // A command line commander cannot parse exits 64 (EX_USAGE), as the commands' own usage
+  // errors do; --help and --version still exit 0. Subcommands inherit this.
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : EXIT.USAGE));
 
 const logLevel = () => new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info');
 
 /** --endpoints, defaulting to the client URLs of ./cluster.config.json. */
 export function endpointsFrom(opt: string | undefined): string[] {
-  if (opt) return opt.split(',').map((s) => s.trim()).filter(Boolean);
+  if (opt) return checkEndpoints(opt.split(',').map((s) => s.trim()).filter(Boolean), '--endpoints');
   const path = process.env.PALISADE_CONFIG ?? 'cluster.config.json';
-  if (process.env.PALISADE_ENDPOINTS) return process.env.PALISADE_ENDPOINTS.split(',');
-  if (!existsSync(path)) throw new Error(`no --endpoints given and no ${path} here`);
+  if (process.env.PALISADE_ENDPOINTS) return checkEndpoints(process.env.PALISADE_ENDPOINTS.split(','), '$PALISADE_ENDPOINTS');
+  if (!existsSync(path)) throw new UsageError(`no --endpoints given and no ${path} here`);
   return loadConfig(path).nodes.map((n) => n.clientUrl);
+}
+
+/** The client port speaks WebSocket; an http:// URL is usually the status page's port. */
+function checkEndpoints(urls: string[], where: string): string[] {
+  for (const u of urls) {
+    if (/^https?:\/\//i.test(u)) {
+      throw new UsageError(`${where}: ${u} is an HTTP URL; give the nodes' client URLs (ws:// or wss://, "clientUrl" in the config), not the status page's port ("httpUrl")`);
+    }
+    if (!/^wss?:\/\//i.test(u)) throw new UsageError(`${where}: ${u} is not a ws:// or wss:// URL`);
+  }
+  return urls;
 }
 
 program
@@ -57,23 +71,10 @@ program
   .addOption(endpointsOption())
   .option('--json', 'print JSON')
   .option('--watch', 'redraw the table every 500 ms until Ctrl-C')
+  .addHelpText('after', `\nExit status: 0 when a node answered, ${EXIT.UNAVAILABLE} when none did.`)
   .action(async (o: { endpoints?: string; json?: boolean; watch?: boolean }) => {
-    const { fetchStatus, formatStatus } = await import('./status.js');
     if (o.watch) return (await import('./status-watch.js')).watchStatus(endpointsFrom(o.endpoints));
-    const rows = await fetchStatus(endpointsFrom(o.endpoints));
-    if (o.json) {
-      const out = rows.map((r) =>
-        'error' in r
-          ? { id: r.id, role: r.role, term: null, leader: null, commitIndex: null, appliedIndex: null, members: [], pid: null, endpoint: r.endpoint }
-          : { id: r.id, role: r.role, term: r.term, leader: r.leader, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, members: r.members, pid: r.pid, endpoint: r.endpoint },
-      );
-      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
-    } else {
-      process.stdout.write(`${formatStatus(rows)}\n`);
-      // Not one node answered: say why (often a token or a certificate, not a dead cluster).
-      const first = rows[0];
-      if (first && 'error' in first && rows.every((r) => 'error' in r)) process.stderr.write(`palisade: ${first.error}\n`);
-    }
+    process.exitCode = await (await import('./status-command.js')).statusCommand(endpointsFrom(o.endpoints), o);
   });
 
 program
@@ -106,7 +107,8 @@ program
     `
 Exit status: the command's own, or ${EXIT.LEASE_LOST} if the lease was lost while it ran (it was
 terminated), ${EXIT.WAIT_TIMEOUT} if the lock was not acquired within --wait, ${EXIT.UNAVAILABLE} if the cluster
-could not be reached, 64 on a usage error. Ctrl-C or SIGTERM while connecting or waiting closes
+could not be reached or has no quorum, ${EXIT.DENIED} if the token does not allow it, ${EXIT.USAGE} on a usage
+error (every code: docs/cli.md). Ctrl-C or SIGTERM while connecting or waiting closes
 the session (the wait is withdrawn) and exits 130 or 143; while the command runs, the signal is
 passed to it, and the lock is released when it exits.
 
@@ -123,7 +125,9 @@ program
   .addOption(endpointsOption())
   .option('--json', 'print JSON')
   .addHelpText('after', '\nFor a key of the key-value space: palisade kv get KEY')
-  .action(async (name: string, o: { endpoints?: string; json?: boolean }) => (await lockCommands()).getCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
+  .action(async (name: string, o: { endpoints?: string; json?: boolean }) => {
+    process.exitCode = await (await lockCommands()).getCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) });
+  });
 
 program
   .command('elect')
@@ -146,7 +150,9 @@ program
   .addOption(endpointsOption())
   .option('--watch', 'print every change until Ctrl-C')
   .option('--json', 'print JSON lines')
-  .action(async (name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => (await lockCommands()).leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) }));
+  .action(async (name: string, o: { endpoints?: string; watch?: boolean; json?: boolean }) => {
+    process.exitCode = await (await lockCommands()).leaderCommand(name, { ...o, endpoints: endpointsFrom(o.endpoints) });
+  });
 
 registerAdminCommands(program, endpointsFrom);
 registerSnapshotCommands(program, endpointsFrom);
@@ -183,6 +189,6 @@ program.parseAsync(process.argv).then(
   (e: Error) => {
     if (interrupted()) return;
     process.stderr.write(`palisade: ${explainFailure(e)}\n`);
-    process.exit(1);
+    process.exit(exitCodeFor(e));
   },
 );

@@ -48,6 +48,11 @@ export interface LockClientOptions {
   readonly safetyMarginMs?: number;
   /** Reconnect backoff: exponential from initialMs (default 25) to maxMs (default 1000), jittered. */
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
+  /** connect(): fail at once when every endpoint refuses the connection (nothing listens
+   *  there), instead of retrying until requestTimeoutMs. For command-line tools, where a
+   *  cluster that is down should be said so at once. Default false (a client started before
+   *  its cluster keeps trying). */
+  readonly failWhenAllRefuse?: boolean;
   /** Connect to the leader when a node names it (saves a forwarding hop per write). Default true. */
   readonly preferLeader?: boolean;
   /** Sent in hello, for clusters that require authentication. */
@@ -125,6 +130,7 @@ export class LockClient {
         backoffMaxMs: options.backoff?.maxMs ?? 1_000,
         preferLeader: options.preferLeader ?? true,
         ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
+        ...(options.failWhenAllRefuse ? { failWhenAllRefuse: true } : {}),
       },
       {
         onEvent: (event) => this.dispatch(event),

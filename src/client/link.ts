@@ -29,6 +29,8 @@ export interface LinkOptions {
   /** Move to the leader when a node's hello names one (writes then skip a forwarding hop). */
   readonly preferLeader: boolean;
   readonly authToken?: string;
+  /** Until the first connection: give up as soon as every endpoint refused (see LockClientOptions). */
+  readonly failWhenAllRefuse?: boolean;
 }
 
 export interface LinkHooks {
@@ -70,6 +72,11 @@ export class ClusterLink {
   private lastConnectError: Error | null = null;
   private readonly changeListeners = new Set<() => void>();
   private readonly stopping = new AbortController();
+  /** Endpoints that refused a connection outright (nobody listens) since the last success. */
+  private readonly refused = new Set<string>();
+  private everConnected = false;
+  /** Set when every endpoint refused before any connection (failWhenAllRefuse): callers get it. */
+  private allRefused: UnavailableError | null = null;
 
   constructor(options: LinkOptions, hooks: LinkHooks) {
     if (options.endpoints.length === 0) throw new TypeError('at least one endpoint is needed');
@@ -175,6 +182,7 @@ export class ClusterLink {
       if (this.closed) throw new ClientClosedError();
       if (this.fatal) throw this.fatal;
       if (this.current?.isOpen) return this.current;
+      if (this.allRefused) throw this.allRefused;
       this.ensureConnecting();
       await this.waitForChange(deadline, signal);
     }
@@ -229,6 +237,7 @@ export class ClusterLink {
         }
         this.lastConnectError = e as Error;
         this.failures++;
+        if (this.noneListening(url, e)) return;
         continue;
       }
       if (this.closed) {
@@ -259,10 +268,34 @@ export class ClusterLink {
         continue;
       }
       this.current = connection;
+      this.everConnected = true;
+      this.refused.clear();
       this.notifyChange();
       this.hooks.onReady(connection);
       return;
     }
+  }
+
+  /**
+   * Notes a failed connection; true when, before any connection succeeded and with
+   * failWhenAllRefuse, every endpoint has now refused outright (nothing listens there, or
+   * the name does not resolve): waiting longer will not help a command-line user.
+   */
+  private noneListening(url: string, e: unknown): boolean {
+    if (!this.options.failWhenAllRefuse || this.everConnected) return false;
+    let text = '';
+    for (let x: unknown = e, depth = 0; x instanceof Error && depth < 5; x = x.cause, depth++) text += ` ${x.message} ${String((x as NodeJS.ErrnoException).code ?? '')}`;
+    if (!/ECONNREFUSED|ENOTFOUND|EAI_AGAIN/.test(text)) {
+      this.refused.delete(url);
+      return false;
+    }
+    this.refused.add(url);
+    if (!this.endpoints.every((u) => this.refused.has(u))) return false;
+    this.allRefused = new UnavailableError(
+      `no node is listening: every endpoint refused the connection (${this.endpoints.join(', ')}); is the cluster running?`,
+      { cause: e },
+    );
+    return true;
   }
 
   private connectionClosed(connection: Connection): void {
