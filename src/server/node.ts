@@ -1,17 +1,19 @@
 // A Palisade node: the composition root. It wires the pure Raft core and lock machine to
 // real time (RaftDriver), LevelDB (RaftStorage), peers (PeerTransport) and clients
-// (ClientServer), and holds the leader-only timers: session leases and lock-delays.
+// (ClientServer), applies committed entries, and serves client requests. The jobs around
+// it live in modules of their own, each behind a narrow interface to the node:
+// leader-duties.ts (the leader's timers), forwarding.ts (follower -> leader requests),
+// membership-admin.ts (members, changes, transfer), client-gate.ts (auth and limits).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { LockMachine, encodeCommand, isMachineError, validateCommand } from '../lockfsm/index.js';
 import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
 import { RaftNode, decodeConfChange } from '../raft/index.js';
-import type { ConfChange, Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
+import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, DEFAULT_PRE_AUTH, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
-import { isRequestError, parseRequest } from '../transport/validate.js';
-import type { MemberInfo, NodeStatus, Request, ServerEvent, WireError } from '../transport/client-protocol.js';
+import type { NodeStatus, Request, ServerEvent, WireError } from '../transport/client-protocol.js';
 import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from './config.js';
 import { nodeById, parseWsUrl } from './config.js';
@@ -23,9 +25,11 @@ import { ClientGate, type ConnectionGate } from './client-gate.js';
 import { acquireLimitProblem, clientPortLimits } from './limits.js';
 import { machineConfigFrom } from './defaults.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
-import { MemberDirectory, bootstrapEntries, encodeMemberContext, unwrapSnapshot, wrapSnapshot } from './members.js';
+import { MemberDirectory, bootstrapEntries, unwrapSnapshot, wrapSnapshot } from './members.js';
 import { joinCluster } from './join.js';
 import { backupState } from './backup-state.js';
+import { Forwarder, type PeerApp } from './forwarding.js';
+import { MembershipAdmin } from './membership-admin.js';
 import { PeerIdentityGate, isIdentityApp } from './peer-identity.js';
 import { HealthNotes } from './health-notes.js';
 import { RaftDriver } from './raft-driver.js';
@@ -36,11 +40,6 @@ import { answerFor, commandFor, fail, freeLock, wireElection, wireEvent, wireLoc
 
 const REQUEST_TIMEOUT_MS = 5_000;
 
-/** Peer application frames: a follower forwards client requests to the leader. */
-type PeerApp =
-  | { t: 'fwd'; rid: number; req: Request; owner?: string | null }
-  | { t: 'fwdRes'; rid: number; ans: Answer }
-  | { t: 'removed'; index: number };
 
 export interface NodeOptions {
   readonly config: ClusterConfig;
@@ -76,9 +75,10 @@ export class PalisadeNode {
   private readonly duties: LeaderDuties;
   private readonly subs = new Subscriptions();
   private readonly sinks = new Map<ClientConnection, EventSink>();
-  private readonly forwarded = new Map<number, { resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
-  private leaderWaiters: (() => void)[] = [];
-  private fwdCounter = 0;
+  /** Requests a follower sends to the leader, and the leader's side of them (forwarding.ts). */
+  private readonly forwarder: Forwarder;
+  /** Members, membership changes, leadership transfer (membership-admin.ts). */
+  private readonly admin: MembershipAdmin;
   private members!: MemberDirectory;
   /** Client URLs of an existing cluster this node joins (`--join`); empty for a founding node. */
   private readonly join: readonly string[];
@@ -108,7 +108,7 @@ export class PalisadeNode {
           return r.ok ? r.index : null;
         },
         machine: () => this.machine,
-        leaderRound: () => this.promoteCaughtUpLearners(),
+        leaderRound: () => this.admin.promoteCaughtUpLearners(),
       },
       this.leases,
       opts.config,
@@ -118,6 +118,39 @@ export class PalisadeNode {
     );
     this.gate = new ClientGate(opts.config, opts.logger, () => this.machine);
     this.join = opts.join ?? [];
+    this.forwarder = new Forwarder(
+      {
+        id: this.id,
+        leader: () => this.raft.leader,
+        isLeader: () => this.raft.role === 'leader',
+        sendApp: (to, frame) => this.peers.sendApp(to, frame),
+        handle: (req, owner) => this.handle(req, null, owner),
+        unavailable: (message) => this.unavailable(message),
+        removedBy: (index) => this.removedBy(index),
+      },
+      REQUEST_TIMEOUT_MS,
+      opts.config.raft.electionTimeoutMs * 3,
+    );
+    const node = this;
+    this.admin = new MembershipAdmin(
+      {
+        id: this.id,
+        get raft() {
+          return node.raft;
+        },
+        proposals: this.proposals,
+        electionTimeoutMs: opts.config.raft.electionTimeoutMs,
+        members: () => this.members,
+        kick: () => this.driver.kick(),
+        forward: (req) => this.forwarder.forward(req),
+        linearizable: () => this.linearizable(),
+        snapshotNow: () => this.snapshotNow(),
+        backup: () => backupState(this.id, this.cfg.clusterId, () => this.linearizable(), () => this.machine, this.raft),
+        unavailable: (message) => this.unavailable(message),
+        now: this.now,
+      },
+      opts.logger,
+    );
     this.onRemoved = opts.onRemoved ?? (() => {});
   }
 
@@ -222,7 +255,7 @@ export class PalisadeNode {
       for (const m of msgs) this.raft.step(m);
       this.driver.kick();
     });
-    this.peers.on('app', (from: NodeId, p: unknown) => (isIdentityApp(p) ? this.identities.onApp(from, p) : this.onPeerApp(from, p as PeerApp)));
+    this.peers.on('app', (from: NodeId, p: unknown) => (isIdentityApp(p) ? this.identities.onApp(from, p) : this.forwarder.onPeerApp(from, p as PeerApp)));
     await this.peers.start();
 
     const clientAddr = parseWsUrl(this.self.clientUrl, 'clientUrl');
@@ -303,7 +336,7 @@ export class PalisadeNode {
     }
     this.ops?.onSoftState(s.role, s.leader, this.raft.term);
     if (s.leader === null) this.reads.abort();
-    else for (const w of this.leaderWaiters.splice(0)) w();
+    else this.forwarder.leaderKnown();
     this.log.info({ role: s.role, leader: s.leader, term: this.raft.term }, 'role changed');
   }
 
@@ -462,7 +495,7 @@ export class PalisadeNode {
       switch (req.op) {
         case 'hello':
           if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
-          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })) } };
+          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.admin.memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })) } };
         case 'status':
           return { ok: true, result: this.status() };
         case 'attach': {
@@ -506,7 +539,7 @@ export class PalisadeNode {
         case 'removeMember':
         case 'transferLeader':
         case 'snapshot':
-          return await this.admin(req);
+          return await this.admin.serve(req);
         default: {
           if (!WRITE_OPS.has(req.op)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
           const ans = await this.write(req as WriteRequest, owner);
@@ -544,7 +577,7 @@ export class PalisadeNode {
   }
 
   private async keepAlive(session: number): Promise<Answer> {
-    if (this.raft.role !== 'leader') return this.forward({ id: 0, op: 'keepAlive', session });
+    if (this.raft.role !== 'leader') return this.forwarder.forward({ id: 0, op: 'keepAlive', session });
     const receivedAt = this.now();
     // Acknowledge only once a heartbeat round that started after the keepalive arrived
     // confirms we still lead; otherwise a deposed leader could extend a client's belief
@@ -561,7 +594,7 @@ export class PalisadeNode {
   }
 
   private async write(req: WriteRequest, owner: string | null): Promise<Answer> {
-    if (this.raft.role !== 'leader') return this.forward(req, owner);
+    if (this.raft.role !== 'leader') return this.forwarder.forward(req, owner);
     // Validate before proposing: a bad request is answered at once and never reaches the log.
     const cmd = validateCommand(commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now(), owner), this.machineConfig);
     if (isMachineError(cmd)) return answerFor(cmd, 0);
@@ -570,7 +603,7 @@ export class PalisadeNode {
     if (overLimit) return fail(overLimit.code, overLimit.message);
     const r = this.raft.propose(encodeCommand(cmd, this.machineConfig));
     if (!r.ok) {
-      if (r.reason === 'notLeader') return this.forward(req, owner);
+      if (r.reason === 'notLeader') return this.forwarder.forward(req, owner);
       return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
     }
     this.driver.kick();
@@ -585,170 +618,7 @@ export class PalisadeNode {
     }
   }
 
-  /** Send a request to the leader over the peer link and wait for its answer. */
-  private async forward(req: Request, owner: string | null = null): Promise<Answer> {
-    let leader = this.raft.leader;
-    if (leader === null || leader === this.id) {
-      await this.waitForLeader(this.cfg.raft.electionTimeoutMs * 3);
-      leader = this.raft.leader;
-      if (leader === this.id) return this.handle(req, null, owner);
-      if (leader === null) return this.unavailable('no leader elected yet; retry');
-    }
-    const rid = ++this.fwdCounter;
-    return new Promise<Answer>((resolve) => {
-      const timer = setTimeout(() => {
-        this.forwarded.delete(rid);
-        resolve(fail('TIMEOUT', `leader ${leader} did not answer within ${REQUEST_TIMEOUT_MS} ms; the outcome is unknown, retry with the same seq`));
-      }, REQUEST_TIMEOUT_MS);
-      this.forwarded.set(rid, { resolve, timer });
-      const frame: PeerApp = { t: 'fwd', rid, req, owner };
-      if (!this.peers.sendApp(leader!, frame)) {
-        clearTimeout(timer);
-        this.forwarded.delete(rid);
-        resolve(this.unavailable(`no connection to leader ${leader}; retry`));
-      }
-    });
-  }
-
-  private waitForLeader(ms: number): Promise<void> {
-    if (this.raft.leader !== null) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.leaderWaiters.push(done);
-    });
-  }
-
-  private onPeerApp(from: NodeId, p: PeerApp): void {
-    if (!p || typeof p !== 'object') return;
-    if (p.t === 'fwd') {
-      // Forwarded requests come from a peer that thinks we lead. If we don't, answer
-      // UNAVAILABLE rather than forwarding again (no forwarding loops).
-      const run = async (): Promise<Answer> => {
-        if (this.raft.role !== 'leader') return this.unavailable('forwarded to a node that is not the leader; retry');
-        // The peer is authenticated, but it may run another version: validate again.
-        const req = parseRequest(p.req);
-        if (isRequestError(req)) return { ok: false, error: req.error };
-        return this.handle(req, null, typeof p.owner === 'string' ? p.owner : null);
-      };
-      void run().then((ans) => this.peers.sendApp(from, { t: 'fwdRes', rid: p.rid, ans } satisfies PeerApp));
-    } else if (p.t === 'removed') {
-      if (typeof p.index === 'number') this.removedBy(p.index);
-    } else if (p.t === 'fwdRes') {
-      const f = this.forwarded.get(p.rid);
-      if (!f) return;
-      this.forwarded.delete(p.rid);
-      clearTimeout(f.timer);
-      f.resolve(p.ans);
-    }
-  }
-
   // ---- status -------------------------------------------------------------------------
-
-  private memberList(): MemberInfo[] {
-    const conf = this.raft.confState;
-    const out: MemberInfo[] = [];
-    for (const [ids, voter] of [[conf.voters, true], [conf.learners, false]] as const) {
-      for (const id of ids) {
-        const u = this.members.get(id);
-        out.push({ id, peerUrl: u?.peerUrl ?? '', clientUrl: u?.clientUrl ?? '', voter });
-      }
-    }
-    return out;
-  }
-
-  // ---- administration -----------------------------------------------------------------
-
-  private async admin(req: Extract<Request, { op: 'members' | 'addMember' | 'removeMember' | 'transferLeader' | 'snapshot' }>): Promise<Answer> {
-    switch (req.op) {
-      case 'members':
-        await this.linearizable();
-        return { ok: true, result: this.memberList() };
-      case 'snapshot':
-        if (req.backup) return { ok: true, result: await backupState(this.id, this.cfg.clusterId, () => this.linearizable(), () => this.machine, this.raft) };
-        return { ok: true, result: { index: await this.snapshotNow() } };
-      case 'addMember':
-      case 'removeMember':
-      case 'transferLeader':
-        if (this.raft.role !== 'leader') return this.forward(req);
-        if (req.op === 'transferLeader') return this.transferLeadership(req.to);
-        return this.changeMembership(req);
-    }
-  }
-
-  private async changeMembership(req: Extract<Request, { op: 'addMember' | 'removeMember' }>): Promise<Answer> {
-    let cc: ConfChange;
-    if (req.op === 'addMember') {
-      if (!/^[A-Za-z0-9_.-]{1,64}$/.test(req.member)) return fail('INVALID_ARGUMENT', 'member id may hold only letters, digits, ".", "_" and "-" (1-64)');
-      try {
-        parseWsUrl(req.peerUrl, 'peerUrl');
-        parseWsUrl(req.clientUrl, 'clientUrl');
-      } catch (e) {
-        return fail('INVALID_ARGUMENT', (e as Error).message);
-      }
-      const known = this.members.get(req.member);
-      const conf = this.raft.confState;
-      if ((conf.voters.includes(req.member) || conf.learners.includes(req.member)) && known?.peerUrl === req.peerUrl && known.clientUrl === req.clientUrl) {
-        return { ok: true, result: { index: 0, already: true } }; // a retried add
-      }
-      cc = { type: 'addLearner', node: req.member, context: encodeMemberContext({ peerUrl: req.peerUrl, clientUrl: req.clientUrl }) };
-    } else {
-      // A retried removal whose first attempt was applied (its answer lost, e.g. with the
-      // removed leader's connection) is done, not a conflict: as for a retried add.
-      const conf = this.raft.confState;
-      if (!conf.voters.includes(req.member) && !conf.learners.includes(req.member) && this.members.wasRemoved(req.member)) return { ok: true, result: { index: 0, already: true } };
-      cc = { type: 'remove', node: req.member };
-    }
-    const r = this.raft.proposeConfChange(cc);
-    if (!r.ok) {
-      if (r.reason === 'confInvalid') return fail('CONFLICT', r.message ?? 'invalid membership change');
-      if (r.reason === 'notLeader') return this.forward(req);
-      return this.unavailable(`${r.message ?? r.reason}; retry`);
-    }
-    this.driver.kick();
-    try {
-      await this.proposals.wait(r.index, r.term);
-      return { ok: true, result: { index: r.index } };
-    } catch (e) {
-      if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry`);
-      if (e instanceof ProposalTimeout) return fail('TIMEOUT', e.message);
-      throw e;
-    }
-  }
-
-  /** Leadership transfer (thesis §3.10) to `to`, or to the most caught-up voter. */
-  private async transferLeadership(to: string | undefined): Promise<Answer> {
-    const target = to ?? this.raft.progress().filter((p) => p.id !== this.id && !p.learner).sort((a, b) => b.match - a.match)[0]?.id;
-    if (target === this.id) return { ok: true, result: { leader: this.id } };
-    if (!target) return fail('CONFLICT', 'no other voter to hand leadership to');
-    if (!this.raft.transferLeader(target)) return fail('INVALID_ARGUMENT', `${target} is not a voter this leader can hand over to`);
-    this.driver.kick();
-    const deadline = this.now() + this.cfg.raft.electionTimeoutMs * 2;
-    while (this.now() < deadline) {
-      if (this.raft.role !== 'leader' && this.raft.leader !== null) return { ok: true, result: { leader: this.raft.leader } };
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    return this.raft.role === 'leader'
-      ? fail('TIMEOUT', `${target} did not take over within an election timeout`)
-      : { ok: true, result: { leader: this.raft.leader } };
-  }
-
-  /** The leader promotes a learner once it holds the committed log (one change at a time). */
-  private promoteCaughtUpLearners(): void {
-    if (this.raft.role !== 'leader') return;
-    for (const p of this.raft.progress()) {
-      if (!p.learner || p.match < this.raft.log.committed) continue;
-      const r = this.raft.proposeConfChange({ type: 'promote', node: p.id });
-      if (r.ok) {
-        this.log.info({ member: p.id, index: r.index }, 'learner caught up: promoting to voter');
-        this.driver.kick();
-      }
-      return;
-    }
-  }
 
   status(): NodeStatus & { lastIndex: number; snapshotIndex: number; sessions: number; driver: Record<string, number>; transport: Record<string, number> } {
     const role = this.raft.role;

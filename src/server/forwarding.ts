@@ -1,0 +1,110 @@
+// Forwarding: a follower sends a client's request to the leader over the authenticated
+// peer link and relays the answer; the leader serves forwarded requests. A forwarded
+// request is never forwarded again (no loops): a node that no longer leads answers
+// UNAVAILABLE and the client retries. Depends on the node through ForwardCore only.
+import type { NodeId } from '../raft/index.js';
+import type { Request } from '../transport/client-protocol.js';
+import { isRequestError, parseRequest } from '../transport/validate.js';
+import { fail, type Answer } from './wire.js';
+
+/** Peer application frames: a follower forwards client requests to the leader. */
+export type PeerApp =
+  | { t: 'fwd'; rid: number; req: Request; owner?: string | null }
+  | { t: 'fwdRes'; rid: number; ans: Answer }
+  | { t: 'removed'; index: number };
+
+/** The node as forwarding sees it. */
+export interface ForwardCore {
+  readonly id: NodeId;
+  leader(): NodeId | null;
+  isLeader(): boolean;
+  /** False when there is no connection to `to`. */
+  sendApp(to: NodeId, frame: PeerApp): boolean;
+  /** Serve a request on this node (it leads). `owner`: the token that sent it. */
+  handle(req: Request, owner: string | null): Promise<Answer>;
+  unavailable(message: string): Answer;
+  /** A peer says this node was removed by the entry at `index`. */
+  removedBy(index: number): void;
+}
+
+export class Forwarder {
+  private readonly pending = new Map<number, { resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
+  private leaderWaiters: (() => void)[] = [];
+  private counter = 0;
+
+  constructor(
+    private readonly core: ForwardCore,
+    /** How long a forwarded request may wait for the leader's answer. */
+    private readonly requestTimeoutMs: number,
+    /** How long to wait for an election when no leader is known. */
+    private readonly leaderWaitMs: number,
+  ) {}
+
+  /** Send a request to the leader over the peer link and wait for its answer. */
+  async forward(req: Request, owner: string | null = null): Promise<Answer> {
+    const { core } = this;
+    let leader = core.leader();
+    if (leader === null || leader === core.id) {
+      await this.waitForLeader(this.leaderWaitMs);
+      leader = core.leader();
+      if (leader === core.id) return core.handle(req, owner);
+      if (leader === null) return core.unavailable('no leader elected yet; retry');
+    }
+    const to = leader;
+    const rid = ++this.counter;
+    return new Promise<Answer>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(rid);
+        resolve(fail('TIMEOUT', `leader ${to} did not answer within ${this.requestTimeoutMs} ms; the outcome is unknown, retry with the same seq`));
+      }, this.requestTimeoutMs);
+      this.pending.set(rid, { resolve, timer });
+      if (!core.sendApp(to, { t: 'fwd', rid, req, owner })) {
+        clearTimeout(timer);
+        this.pending.delete(rid);
+        resolve(core.unavailable(`no connection to leader ${to}; retry`));
+      }
+    });
+  }
+
+  /** A leader is known again: requests waiting for one go on. */
+  leaderKnown(): void {
+    for (const w of this.leaderWaiters.splice(0)) w();
+  }
+
+  onPeerApp(from: NodeId, p: PeerApp): void {
+    if (!p || typeof p !== 'object') return;
+    const { core } = this;
+    if (p.t === 'fwd') {
+      // Forwarded requests come from a peer that thinks we lead. If we don't, answer
+      // UNAVAILABLE rather than forwarding again (no forwarding loops).
+      const run = async (): Promise<Answer> => {
+        if (!core.isLeader()) return core.unavailable('forwarded to a node that is not the leader; retry');
+        // The peer is authenticated, but it may run another version: validate again.
+        const req = parseRequest(p.req);
+        if (isRequestError(req)) return { ok: false, error: req.error };
+        return core.handle(req, typeof p.owner === 'string' ? p.owner : null);
+      };
+      void run().then((ans) => core.sendApp(from, { t: 'fwdRes', rid: p.rid, ans }));
+    } else if (p.t === 'removed') {
+      if (typeof p.index === 'number') core.removedBy(p.index);
+    } else if (p.t === 'fwdRes') {
+      const f = this.pending.get(p.rid);
+      if (!f) return;
+      this.pending.delete(p.rid);
+      clearTimeout(f.timer);
+      f.resolve(p.ans);
+    }
+  }
+
+  private waitForLeader(ms: number): Promise<void> {
+    if (this.core.leader() !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.leaderWaiters.push(done);
+    });
+  }
+}
