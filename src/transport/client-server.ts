@@ -94,6 +94,9 @@ const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 /** ws is allowed somewhat more than our limit, so that an oversize frame can still be read
  *  for its id and answered; beyond this ws itself closes the connection with 1009. */
 const HARD_LIMIT_FACTOR = 2;
+/** TCP connections per address beyond maxConnectionsPerAddress that are still accepted
+ *  (and told 1013 once upgraded); more are destroyed on arrival. */
+const SOCKET_SLACK_PER_ADDRESS = 16;
 /** How long a close handshake may take before the socket is cut. */
 const CLOSE_GRACE_MS = 2000;
 
@@ -350,6 +353,9 @@ export class ClientServer {
         logger: this.internals.log,
         what: 'client',
         ...(this.options.onHttpRequest ? { onHttpRequest: this.options.onHttpRequest } : {}),
+        // Raw TCP connections count too (they are cut after HTTP_HEADERS_TIMEOUT_MS if they
+        // never upgrade); the slack lets an upgrade over the websocket cap be told 1013.
+        maxSocketsPerAddress: this.maxConnectionsPerAddress + SOCKET_SLACK_PER_ADDRESS,
       },
       (ws, req) => this.accept(ws, req.socket),
     );

@@ -112,6 +112,9 @@ const DEFAULTS = {
 };
 
 const SILENT_INTERVALS = 5;
+/** Authenticated links one address may hold on top of its pending handshakes (several
+ *  nodes may share a host); with them, what bounds the peer port's TCP sockets per address. */
+const LINKS_PER_ADDRESS = 32;
 
 interface Link {
   readonly peer: NodeId;
@@ -215,6 +218,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
         maxPayload: this.opts.maxFrameBytes,
         logger: this.log,
         what: 'peer',
+        maxSocketsPerAddress: this.opts.maxPendingPerAddress + LINKS_PER_ADDRESS,
       },
       (ws, req) => {
         if (this.running) this.acceptor.admit(ws, req.socket, req.socket.remoteAddress ?? 'unknown');

@@ -74,6 +74,41 @@ export interface WsListenOptions {
   readonly what: string;
   /** Plain HTTP requests (not upgrades) on this port; without it they are answered 426. */
   readonly onHttpRequest?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** TCP connections open at once from one address, upgraded or not; more are destroyed
+   *  as they arrive. Default unlimited. */
+  readonly maxSocketsPerAddress?: number;
+}
+
+/** A connection must have sent its whole HTTP request (the websocket upgrade) within these;
+ *  the check runs every CHECK_INTERVAL_MS. A socket that never sends a request is cut too. */
+export const HTTP_HEADERS_TIMEOUT_MS = 5_000;
+export const HTTP_REQUEST_TIMEOUT_MS = 10_000;
+const CHECK_INTERVAL_MS = 1_000;
+
+/** Deadlines for the HTTP part of a connection (headers, request) on `server`. */
+export function boundHttpTimes(server: HttpServer): void {
+  server.headersTimeout = HTTP_HEADERS_TIMEOUT_MS;
+  server.requestTimeout = HTTP_REQUEST_TIMEOUT_MS;
+}
+
+/** Destroy connections from an address that already has `max` open. */
+export function capSocketsPerAddress(server: HttpServer, max: number): void {
+  if (!Number.isFinite(max)) return;
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const remote = socket.remoteAddress ?? 'unknown';
+    const n = open.get(remote) ?? 0;
+    if (n >= max) {
+      socket.destroy();
+      return;
+    }
+    open.set(remote, n + 1);
+    socket.once('close', () => {
+      const left = (open.get(remote) ?? 1) - 1;
+      if (left > 0) open.set(remote, left);
+      else open.delete(remote);
+    });
+  });
 }
 
 /** A ws server on its own HTTP(S) server; close() stops both. */
@@ -94,8 +129,12 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
         ...(opts.tls.ca ? { ca: opts.tls.ca } : {}),
         requestCert: opts.tls.requireClientCert,
         rejectUnauthorized: opts.tls.requireClientCert,
+        handshakeTimeout: HTTP_HEADERS_TIMEOUT_MS, // a TLS handshake that never finishes
+        connectionsCheckingInterval: CHECK_INTERVAL_MS,
       })
-    : createHttpServer();
+    : createHttpServer({ connectionsCheckingInterval: CHECK_INTERVAL_MS });
+  boundHttpTimes(server);
+  capSocketsPerAddress(server, opts.maxSocketsPerAddress ?? Infinity);
   const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
   // Without an HTTP handler only WebSocket upgrades are served; a plain request is told so.
   server.on('request', (req, res) => {

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { MachineEvent } from '../../lockfsm/index.js';
 import type { Message } from '../../raft/index.js';
+import { boundHttpTimes } from '../../transport/tls.js';
 import { parseHttpUrl } from '../config.js';
 import { NodeMetrics, type ProposalOutcome } from '../metrics.js';
 import { ProposalLost, ProposalTimeout } from '../proposals.js';
@@ -71,7 +72,7 @@ export class NodeOps {
 
   async start(): Promise<{ host: string; port: number }> {
     const { host, port } = parseHttpUrl(this.opts.httpUrl, 'httpUrl');
-    const server = createServer((req, res) => {
+    const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
       route(
         {
           view: this.view,
@@ -90,6 +91,7 @@ export class NodeOps {
         json(res, 500, { error: e.message });
       });
     });
+    boundHttpTimes(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {

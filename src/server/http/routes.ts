@@ -23,12 +23,22 @@ const MAX_PREFIX_CHARS = 4096;
 
 export class BadRequest extends Error {}
 
+/** The request target as a URL; a malformed one (`GET http://[`) is the client's error,
+ *  answered 400 like any other, not a failure of the node worth an error-level log line. */
+function parseUrl(target: string): URL {
+  try {
+    return new URL(target, 'http://node');
+  } catch {
+    throw new BadRequest('malformed request URL');
+  }
+}
+
 export async function route(d: RouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('allow', 'GET, HEAD');
     return json(res, 405, { error: `method ${req.method} not allowed` });
   }
-  const url = new URL(req.url ?? '/', 'http://node');
+  const url = parseUrl(req.url ?? '/');
   const q = url.searchParams;
   switch (url.pathname) {
     case '/metrics': {
