@@ -239,6 +239,11 @@ export class NodeMetrics {
     this.peerRtt.observe({ peer }, seconds);
   }
 
+  /** The node is no longer leader: its peer round-trip series go, as the other peer series do. */
+  clearPeerRtt(): void {
+    this.peerRtt.reset();
+  }
+
   onRejected(code: string): void {
     this.rejected.inc({ code });
   }

@@ -93,3 +93,18 @@ test('metrics: expirations and lock-delays count on every node; followers report
   assert.equal(find(f, 'palisade_raft_peer_replication_lag_entries').length, 0);
   assert.equal(value(f, 'palisade_raft_has_leader'), 1);
 });
+
+test('metrics: a leader that hands over leadership drops its peer round-trip series', async () => {
+  const before = await metricsOf(cluster.node(leader).httpUrl);
+  assert.ok(find(before, 'palisade_raft_peer_rtt_seconds_count').length > 0, 'the leader measures round trips');
+  const to = cluster.nodes.find((n) => n.id !== leader)!.id;
+  await rpc(cluster.node(leader).clientUrl, { op: 'transferLeader', to }, 10_000);
+  const old = leader;
+  leader = await cluster.waitForLeader(10_000, [old]);
+  const after = await until(async () => {
+    const e = await metricsOf(cluster.node(old).httpUrl);
+    return value(e, 'palisade_raft_role', { role: 'follower' }) === 1 ? e : null;
+  }, 10_000, 'the old leader to follow');
+  assert.equal(find(after, 'palisade_raft_peer_rtt_seconds_count').length, 0);
+  assert.equal(find(after, 'palisade_raft_peer_rtt_seconds_bucket').length, 0);
+});

@@ -135,7 +135,10 @@ export class NodeOps {
     if (shownRole !== this.lastRole) {
       this.lastRole = shownRole;
       this.record(this.events.roleChanged(at, this.opts.node.id, shownRole, term));
-      if (shownRole !== 'leader') this.rtt.clear();
+      if (shownRole !== 'leader') {
+        this.rtt.clear();
+        this.metrics.clearPeerRtt();
+      }
     }
     if (leader !== this.lastLeader) {
       if (leader !== null) this.metrics.onLeaderChange();
