@@ -35,7 +35,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     });
   member
     .command('add')
-    .description('add a node as a learner; the leader promotes it to voter once it has caught up. Then start it with: palisade serve --id ID --join URLS')
+    .description('add a node as a learner; the leader promotes it to voter once it has caught up. Then, on its host, with a config that lists it (same clusterId and secret; its own dataDir empty), start it: palisade serve --config FILE --id ID --join URLS (docs/operations.md, "Membership")')
     .argument('<id>', 'the new node\'s id')
     .requiredOption('--peer-url <url>', 'its peer URL (ws://host:port)')
     .requiredOption('--client-url <url>', 'its client URL (ws://host:port)')

@@ -31,12 +31,16 @@ export function registerSnapshotCommands(program: Command, endpointsFrom: (opt: 
     .action(async (file: string, o: { config: string; id?: string; minToken?: number }) => (await import('./restore.js')).restoreCommand(file, o));
   snapshot
     .command('compact')
-    .description("snapshot one node's state now and compact its log")
-    .requiredOption('--endpoint <url>', 'the node to snapshot (its client URL)')
-    .action(async (o: { endpoint: string }) => {
+    .description("snapshot each node's state now and compact its log (every node of --endpoints or the config, one at a time)")
+    .addOption(endpointsOption())
+    .option('--endpoint <url>', 'only this node (its client URL)')
+    .action(async (o: { endpoint?: string; endpoints?: string }) => {
       const { rpc } = await import('../transport/rpc.js');
-      const r = await rpc<{ index: number }>(o.endpoint, { op: 'snapshot' }, 30_000, rpcCredentials());
-      process.stdout.write(`snapshot at index ${r.index}\n`);
+      // Each node keeps its own log: compaction is asked of each, not forwarded to the leader.
+      for (const url of o.endpoint !== undefined ? [o.endpoint] : endpointsFrom(o.endpoints)) {
+        const r = await rpc<{ index: number }>(url, { op: 'snapshot' }, 30_000, rpcCredentials());
+        process.stdout.write(`${url}: snapshot at index ${r.index}\n`);
+      }
     });
 }
 
