@@ -59,6 +59,15 @@ program
   .action(async (o: { config: string; id: string; logLevel: string; join?: string; allowInsecure?: boolean }) => (await import('./serve.js')).serve(o));
 
 program
+  .command('recover')
+  .description('after losing a quorum for good: a new single-member cluster from one survivor\'s data directory (others then join it)')
+  .requiredOption('--from <dir>', 'the survivor\'s data directory (its node stopped); it is read, not changed')
+  .requiredOption('--config <file>', 'the new cluster\'s config (a new clusterId)')
+  .requiredOption('--id <id>', 'the member to create (its dataDir must be empty)')
+  .option('--min-token <n>', 'every new token will exceed this: the highest token your resources accepted (default: a safe bound, see docs)', nonNegativeInt)
+  .action(async (o: { from: string; config: string; id: string; minToken?: number }) => (await import('./recover.js')).recoverCommand(o));
+
+program
   .command('cluster')
   .description('start every node of the config on this machine and print the endpoints and leader')
   .option('--config <file>', 'cluster config file', 'cluster.config.json')
