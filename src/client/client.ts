@@ -38,7 +38,10 @@ export interface LockClientOptions {
   readonly label?: string;
   /** Bound on one operation's retries across nodes. Default 10000. */
   readonly requestTimeoutMs?: number;
-  /** How long one attempt may go unanswered before trying another node. Default 2000. */
+  /** How long one attempt on a live node may go unanswered before trying another node.
+   *  Default: from the cluster's timing (4 election timeouts + 2 heartbeats: 1.3 s at the
+   *  defaults). A node that goes silent is given up sooner, after an election timeout
+   *  plus two heartbeats without a frame (the SDK pings while requests are in flight). */
   readonly attemptTimeoutMs?: number;
   /** Bound on opening a connection and saying hello. Default 3000. */
   readonly connectTimeoutMs?: number;
@@ -114,7 +117,7 @@ export class LockClient {
     const clock = options.clock ?? systemClock;
     const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-    const attemptTimeoutMs = Math.min(options.attemptTimeoutMs ?? 2_000, requestTimeoutMs);
+    const attemptTimeoutMs = options.attemptTimeoutMs === undefined ? undefined : Math.min(options.attemptTimeoutMs, requestTimeoutMs);
     const maxClockDrift = options.maxClockDrift ?? 0.01;
     if (!(ttlMs > 0)) throw new InvalidArgumentError('ttlMs must be positive');
     if (!(maxClockDrift >= 0 && maxClockDrift < 1)) throw new InvalidArgumentError('maxClockDrift must be in [0, 1)');
@@ -148,7 +151,6 @@ export class LockClient {
       maxClockDrift,
       safetyMarginMs: options.safetyMarginMs,
       requestTimeoutMs,
-      attemptTimeoutMs,
       clock,
     });
     this.core = { clock, link: this.link, sessions: this.sessions, requestTimeoutMs };

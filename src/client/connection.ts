@@ -65,6 +65,8 @@ export class Connection {
   private readonly pending: Map<number, Pending>;
   private nextId: number;
   private closed = false;
+  /** When the node last sent anything (liveness.ts watches it). */
+  lastHeardAt: number;
 
   private constructor(url: string, ws: WebSocketLike, clock: Clock, hello: HelloResult, pending: Map<number, Pending>, nextId: number) {
     this.url = url;
@@ -73,6 +75,19 @@ export class Connection {
     this.hello = hello;
     this.pending = pending;
     this.nextId = nextId;
+    this.lastHeardAt = clock.now();
+  }
+
+  /** Requests sent and not yet answered. */
+  get outstanding(): number {
+    return this.pending.size;
+  }
+
+  /** Ends the connection because the node went silent: whatever is in flight fails over. */
+  abandonSilent(reason: string): void {
+    for (const p of this.pending.values()) p.reject(new ConnectionLostError(reason));
+    this.pending.clear();
+    this.close();
   }
 
   /** Opens a socket to `url` and says hello. Rejects with ConnectionLostError or the node's typed error. */
@@ -107,6 +122,7 @@ export class Connection {
       );
 
       ws.addEventListener('message', (event) => {
+        if (connection) connection.lastHeardAt = clock.now();
         const frame = readFrame(event.data);
         if (isInvalidServerFrame(frame)) {
           // An answer we cannot read says nothing of the outcome: the caller retries it
@@ -252,12 +268,22 @@ function parseHello(v: unknown): HelloResult | null {
           typeof m === 'object' && m !== null && typeof m.id === 'string' && typeof m.clientUrl === 'string',
       )
     : [];
+  const t = r.timing as Record<string, unknown> | null | undefined;
+  const timing =
+    typeof t === 'object' && t !== null && isPositive(t.heartbeatMs) && isPositive(t.electionTimeoutMs)
+      ? { heartbeatMs: t.heartbeatMs, electionTimeoutMs: t.electionTimeoutMs }
+      : undefined;
   return {
     nodeId: r.nodeId,
     clusterId: typeof r.clusterId === 'string' ? r.clusterId : '',
     leader: typeof r.leader === 'string' ? r.leader : null,
     members,
+    ...(timing ? { timing } : {}),
   };
+}
+
+function isPositive(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0;
 }
 
 

@@ -3,8 +3,9 @@
 // definite answer or the caller's deadline passes. Requests are retried verbatim (the
 // session layer builds each with a fixed seq), so a retry is idempotent on the server.
 import type { HelloResult, ServerEvent, WireError } from '../transport/client-protocol.js';
-import type { Clock } from './clock.js';
+import type { Clock, TimerHandle } from './clock.js';
 import { DeadlineReached, sleep, waitFor } from './wait.js';
+import { attemptTimeoutFor, livenessFor, watchLiveness } from './liveness.js';
 import { Connection, ConnectionLostError, type RequestBody, type WebSocketConstructor } from './connection.js';
 import {
   ClientClosedError,
@@ -22,8 +23,10 @@ export interface LinkOptions {
   readonly clock: Clock;
   readonly random: () => number;
   readonly connectTimeoutMs: number;
-  /** How long one attempt on one node may go unanswered before the node is given up. */
-  readonly attemptTimeoutMs: number;
+  /** How long one attempt on one live node may go unanswered before the node is given up;
+   *  undefined: derived from the cluster's timing (liveness.ts). A silent node is given up
+   *  sooner, by the liveness pings. */
+  readonly attemptTimeoutMs: number | undefined;
   readonly backoffInitialMs: number;
   readonly backoffMaxMs: number;
   /** Move to the leader when a node's hello names one (writes then skip a forwarding hop). */
@@ -71,6 +74,8 @@ export class ClusterLink {
   /** Why the last connection attempt failed, for callers whose deadline passes unconnected. */
   private lastConnectError: Error | null = null;
   private readonly changeListeners = new Set<() => void>();
+  /** The last hello seen: the cluster's timing, for liveness and attempt timeouts. */
+  private lastHello: HelloResult | null = null;
   private readonly stopping = new AbortController();
   /** Endpoints that refused a connection outright (nobody listens) since the last success. */
   private readonly refused = new Set<string>();
@@ -90,6 +95,11 @@ export class ClusterLink {
   /** Why the last connection attempt failed (for errors that say why nothing was reached). */
   get lastConnectFailure(): string | null {
     return this.lastConnectError?.message ?? null;
+  }
+
+  /** How long one attempt on one live node may take. */
+  get attemptTimeoutMs(): number {
+    return this.options.attemptTimeoutMs ?? attemptTimeoutFor(this.lastHello);
   }
 
   /** The node currently serving this client, if any. */
@@ -132,7 +142,7 @@ export class ClusterLink {
       }
       let response;
       try {
-        response = await connection.request(makeBody(), Math.min(this.options.attemptTimeoutMs, remaining), signal);
+        response = await connection.request(makeBody(), Math.min(this.attemptTimeoutMs, remaining), signal);
       } catch (e) {
         if (!(e instanceof ConnectionLostError)) throw e;
         inDoubt = true;
@@ -221,15 +231,9 @@ export class ClusterLink {
           return;
         }
       }
-      const url = this.nextEndpoint();
       let connection: Connection;
       try {
-        connection = await Connection.open(url, {
-          WebSocket: this.options.WebSocket,
-          clock: this.clock,
-          connectTimeoutMs: this.options.connectTimeoutMs,
-          ...(this.options.authToken === undefined ? {} : { authToken: this.options.authToken }),
-        });
+        connection = await this.dial();
       } catch (e) {
         if (e instanceof UnauthenticatedError || e instanceof PermissionDeniedError) {
           this.fatal = e;
@@ -237,13 +241,15 @@ export class ClusterLink {
         }
         this.lastConnectError = e as Error;
         this.failures++;
-        if (this.noneListening(url, e)) return;
+        if (this.allRefused) return; // set by noneListening, from dial
         continue;
       }
       if (this.closed) {
         connection.close();
         return;
       }
+      const url = connection.url;
+      this.lastHello = connection.hello;
       this.learnMembers(connection.hello);
       const leaderUrl = this.leaderUrl(connection.hello);
       if (this.options.preferLeader && !redirectedToLeader && leaderUrl !== null && leaderUrl !== url) {
@@ -254,7 +260,11 @@ export class ClusterLink {
         continue;
       }
       connection.onEvent = (event) => this.hooks.onEvent(event);
-      connection.onClose = () => this.connectionClosed(connection);
+      const unwatch = watchLiveness(connection, this.clock, livenessFor(connection.hello));
+      connection.onClose = () => {
+        unwatch();
+        this.connectionClosed(connection);
+      };
       try {
         await this.hooks.prepare(connection);
       } catch (e) {
@@ -274,6 +284,58 @@ export class ClusterLink {
       this.hooks.onReady(connection);
       return;
     }
+  }
+
+  /**
+   * Opens a connection to the next endpoint; when it has not said hello by the time a live
+   * node would have (a paused node accepts TCP and says nothing), dials the next one too,
+   * and so on through the endpoints. The first to say hello wins; the others are closed.
+   */
+  private dial(): Promise<Connection> {
+    const lateMs = livenessFor(this.lastHello).silentAfterMs;
+    const options = {
+      WebSocket: this.options.WebSocket,
+      clock: this.clock,
+      connectTimeoutMs: this.options.connectTimeoutMs,
+      ...(this.options.authToken === undefined ? {} : { authToken: this.options.authToken }),
+    };
+    const tried = new Set<string>();
+    let dialing = 0;
+    return waitFor<Connection>({ clock: this.clock, deadline: Infinity, signal: this.stopping.signal }, (resolve, reject) => {
+      let timer: TimerHandle | undefined;
+      let done = false;
+      const next = (): void => {
+        timer = undefined;
+        if (done) return;
+        const url = this.nextEndpoint();
+        if (tried.has(url)) return; // every endpoint is being tried
+        tried.add(url);
+        dialing++;
+        Connection.open(url, options).then(
+          (connection) => {
+            dialing--;
+            if (done) return connection.close();
+            done = true;
+            resolve(connection);
+          },
+          (e: unknown) => {
+            dialing--;
+            if (done) return;
+            const fatal = e instanceof UnauthenticatedError || e instanceof PermissionDeniedError;
+            if (fatal || this.noneListening(url, e) || dialing === 0) {
+              done = true;
+              reject(e);
+            }
+          },
+        );
+        timer = this.clock.setTimeout(next, lateMs);
+      };
+      next();
+      return () => {
+        done = true;
+        if (timer !== undefined) this.clock.clearTimeout(timer);
+      };
+    });
   }
 
   /**

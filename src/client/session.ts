@@ -33,7 +33,6 @@ export interface SessionOptions {
   /** Undefined: max(50 ms, 5 % of the TTL the server granted). */
   readonly safetyMarginMs: number | undefined;
   readonly requestTimeoutMs: number;
-  readonly attemptTimeoutMs: number;
   readonly clock: Clock;
 }
 
@@ -210,7 +209,7 @@ export class SessionManager {
     if (!s || !s.isLive) return;
     // attach is also a keepalive: the old connection may have been gone a while.
     const sentAt = this.clock.now();
-    const response = await connection.request({ op: 'attach', session: s.id }, this.options.attemptTimeoutMs);
+    const response = await connection.request({ op: 'attach', session: s.id }, this.link.attemptTimeoutMs);
     if (response.ok) {
       if (s.extend(sentAt)) this.armDeadline(s);
       return;
@@ -249,7 +248,7 @@ export class SessionManager {
         // expires on its own after its TTL, and close() should not hang on an outage.
         await this.sequenced(() => ({ op: 'closeSession' }), {
           session: s,
-          deadline: this.clock.now() + this.options.attemptTimeoutMs,
+          deadline: this.clock.now() + this.link.attemptTimeoutMs,
         });
       } catch {
         // Unreachable cluster: the session expires on its own after its TTL.

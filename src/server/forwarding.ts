@@ -2,6 +2,12 @@
 // peer link and relays the answer; the leader serves forwarded requests. A forwarded
 // request is never forwarded again (no loops): a node that no longer leads answers
 // UNAVAILABLE and the client retries. Depends on the node through ForwardCore only.
+//
+// When the node learns that another node leads, a forward still waiting on the old leader
+// will not be answered by it (it is dead, paused or cut off, which is why leadership
+// moved): it is answered at once, TIMEOUT (the outcome is unknown: the old leader may have
+// replicated it to the new one) with the new leader as hint, so the client retries there
+// with the same seq instead of waiting out the forward's timeout.
 import type { NodeId } from '../raft/index.js';
 import type { Request } from '../transport/client-protocol.js';
 import { isRequestError, parseRequest } from '../transport/validate.js';
@@ -28,7 +34,7 @@ export interface ForwardCore {
 }
 
 export class Forwarder {
-  private readonly pending = new Map<number, { resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<number, { leader: NodeId; resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
   private leaderWaiters: (() => void)[] = [];
   private counter = 0;
 
@@ -57,7 +63,7 @@ export class Forwarder {
         this.pending.delete(rid);
         resolve(fail('TIMEOUT', `leader ${to} did not answer within ${this.requestTimeoutMs} ms; the outcome is unknown, retry with the same seq`));
       }, this.requestTimeoutMs);
-      this.pending.set(rid, { resolve, timer });
+      this.pending.set(rid, { leader: to, resolve, timer });
       if (!core.sendApp(to, { t: 'fwd', rid, req, owner })) {
         clearTimeout(timer);
         this.pending.delete(rid);
@@ -66,9 +72,23 @@ export class Forwarder {
     });
   }
 
-  /** A leader is known again: requests waiting for one go on. */
+  /** A leader is known again: requests waiting for one go on; forwards to another node are answered. */
   leaderKnown(): void {
     for (const w of this.leaderWaiters.splice(0)) w();
+    const leader = this.core.leader();
+    for (const [rid, f] of this.pending) {
+      if (leader === null || f.leader === leader) continue;
+      this.pending.delete(rid);
+      clearTimeout(f.timer);
+      f.resolve(this.leaderMoved(f.leader));
+    }
+  }
+
+  /** TIMEOUT (outcome unknown), with the hint the node gives for the new leader. */
+  private leaderMoved(old: NodeId): Answer {
+    const message = `leader ${old} was replaced while the request was forwarded to it; the outcome is unknown, retry with the same seq at the new leader`;
+    const hinted = this.core.unavailable(message);
+    return hinted.ok ? fail('TIMEOUT', message) : { ok: false, error: { ...hinted.error, code: 'TIMEOUT', message } };
   }
 
   onPeerApp(from: NodeId, p: PeerApp): void {

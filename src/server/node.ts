@@ -495,7 +495,7 @@ export class PalisadeNode {
       switch (req.op) {
         case 'hello':
           if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
-          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.admin.memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })) } };
+          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.admin.memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })), timing: { heartbeatMs: this.cfg.raft.heartbeatMs, electionTimeoutMs: this.cfg.raft.electionTimeoutMs } } };
         case 'status':
           return { ok: true, result: this.status() };
         case 'attach': {

@@ -182,6 +182,9 @@ export interface HelloResult {
   readonly clusterId: string;
   readonly leader: string | null;
   readonly members: readonly { readonly id: string; readonly clientUrl: string }[];
+  /** The cluster's Raft timing, so that clients notice a silent node at the cluster's pace
+   *  (absent from older nodes). */
+  readonly timing?: { readonly heartbeatMs: number; readonly electionTimeoutMs: number };
 }
 
 export interface NodeStatus {

@@ -93,3 +93,17 @@ test('a forwarded request is validated again by the leader', async () => {
   assert.equal(ans.ok ? null : ans.error.code, 'INVALID_ARGUMENT');
   assert.equal(leader.handled.length, 0);
 });
+
+test('a forward waiting on a leader that was replaced is answered at once: TIMEOUT, outcome unknown', async () => {
+  const { follower, leader } = pair(60_000);
+  leader.answer = 'never'; // the old leader is paused: it never answers
+  const started = performance.now();
+  const pending = follower.fwd.forward(put, null);
+  await new Promise((r) => setTimeout(r, 20));
+  follower.leader = 'n3'; // an election elsewhere
+  follower.fwd.leaderKnown();
+  const ans = await pending;
+  assert.ok(performance.now() - started < 1_000, 'not after the forward timeout');
+  assert.equal(ans.ok, false);
+  assert.equal(!ans.ok && ans.error.code, 'TIMEOUT');
+});
