@@ -23,6 +23,16 @@ export interface HeartbeatResult {
   readonly overruns: readonly number[];
   /** Releases that took longer than a second (each one delays the next acquire). */
   readonly slowReleases: number;
+  /** Every attempt, for reading a gap: run-clock times, outcome, the error's message. */
+  readonly log: readonly HeartbeatAttempt[];
+}
+
+export interface HeartbeatAttempt {
+  readonly invokedMs: number;
+  readonly settledMs: number;
+  readonly outcome: 'granted' | 'timeout' | 'error';
+  readonly releasedMs?: number;
+  readonly error?: string;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -39,6 +49,7 @@ export class HeartbeatClient {
   private timeouts = 0;
   private otherErrors = 0;
   private slowReleases = 0;
+  private readonly log: HeartbeatAttempt[] = [];
 
   constructor(
     private readonly endpoints: readonly string[],
@@ -72,6 +83,7 @@ export class HeartbeatClient {
       otherErrors: this.otherErrors,
       overruns: this.overruns,
       slowReleases: this.slowReleases,
+      log: this.log,
     };
   }
 
@@ -86,16 +98,21 @@ export class HeartbeatClient {
       this.settled(invoked);
       if (e instanceof LockTimeoutError) this.timeouts++;
       else this.otherErrors++;
+      const outcome = e instanceof LockTimeoutError ? 'timeout' : 'error';
+      this.log.push({ invokedMs: invoked, settledMs: this.now(), outcome, error: e instanceof Error ? e.message : String(e) });
       return;
     }
     const granted = this.now();
     this.settled(invoked);
     this.successes.push(granted);
+    let error: string | undefined;
     try {
       await lock.release();
-    } catch {
+    } catch (e) {
       this.otherErrors++;
+      error = `release: ${e instanceof Error ? e.message : String(e)}`;
     }
+    this.log.push({ invokedMs: invoked, settledMs: granted, outcome: 'granted', releasedMs: this.now(), ...(error ? { error } : {}) });
     if (this.now() - granted > 1_000) this.slowReleases++;
   }
 

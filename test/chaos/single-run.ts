@@ -107,6 +107,10 @@ export async function runOnce(options: RunOptions): Promise<RunResult> {
   const observed = await operate(options, logDir, recorder, resources);
   const history = recorder.operations();
   const outages = observed.heartbeat === null ? null : heartbeatOutages(observed, recorder, logDir);
+  if (observed.heartbeat !== null) {
+    const lines = observed.heartbeat.log.map((a) => JSON.stringify(a)).join('\n');
+    await writeFile(join(dir, 'heartbeat.jsonl'), lines + '\n', 'utf8');
+  }
   const historyPath = join(dir, 'history.jsonl');
   await recorder.writeJsonl(historyPath, history);
   if (recorder.malformed.length > 0) observed.problems.push(`harness failure: malformed records: ${recorder.malformed.slice(0, 5).join('; ')}`);
