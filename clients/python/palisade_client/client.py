@@ -62,6 +62,30 @@ class _Http:
             backoff = min(backoff * 2, 1.0)
 
 
+    def stream(self, path, query):
+        """(event, data) pairs of a Server-Sent Events stream from the current node."""
+        url = self.urls[self.current % len(self.urls)] + path + "?" + urllib.parse.urlencode(query)
+        headers = {"accept": "text/event-stream"}
+        if self.token is not None:
+            headers["authorization"] = "Bearer " + self.token
+        try:
+            res = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60)
+        except urllib.error.HTTPError as e:
+            raise error_from(json.loads(e.read().decode("utf-8") or "{}"), e.code)
+        with res:
+            event, data = None, []
+            for raw in res:
+                line = raw.decode("utf-8").rstrip("\r\n")
+                if line == "":
+                    if event is not None and data:
+                        yield event, json.loads("\n".join(data))
+                    event, data = None, []
+                elif line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
+                    data.append(line[6:])
+
+
 class Lock:
     """A held lock. `token` is its fencing token (send it with every write it protects);
     `lost` is set once the client can no longer be sure it holds it."""
@@ -275,17 +299,37 @@ class Client:
     def leader(self, election):
         return self._http.call("GET", "/v1/election/leader", query={"election": election})
 
-    def observe(self, election, interval=0.1):
-        """Yield the election's leader ({leader, value, token}) each time it changes.
-        (Polls the leader; the server's event stream is not served over HTTP yet.)"""
-        last = object()
+    def observe(self, election):
+        """Yield the election's leader ({election, leader, value, token}) now and on every
+        change, from the node's event stream (GET /v1/election/observe). A broken stream is
+        reopened on the next node; its snapshot is yielded only if it differs."""
+        last = None
         while not self._closed.is_set():
-            now = self.leader(election)
-            key = (now.get("leader"), now.get("value"), now.get("token"))
-            if key != last:
-                last = key
-                yield now
-            self._closed.wait(interval)
+            try:
+                for name, data in self._http.stream("/v1/election/observe", {"election": election}):
+                    key = (data.get("leader"), data.get("value"), data.get("token"))
+                    if key != last:
+                        last = key
+                        yield data
+                    if self._closed.is_set():
+                        return
+            except (OSError, ValueError, Unavailable):
+                self._http.current += 1
+                self._closed.wait(0.2)
+
+    def watch(self, prefix):
+        """Yield ("snapshot", {prefix, entries}) and then ("kvChanged", {key, valueBase64?,
+        revision}) from GET /v1/kv/watch. A broken stream is reopened on the next node with a
+        fresh snapshot (the state to resume from)."""
+        while not self._closed.is_set():
+            try:
+                for item in self._http.stream("/v1/kv/watch", {"prefix": prefix}):
+                    yield item
+                    if self._closed.is_set():
+                        return
+            except (OSError, ValueError, Unavailable):
+                self._http.current += 1
+                self._closed.wait(0.2)
 
     # ---- key-value ----------------------------------------------------------------------
 

@@ -111,14 +111,42 @@ class LockTests(unittest.TestCase):
             lead = a.campaign(e, "a")
             with self.assertRaises(LockTimeout):
                 b.campaign(e, "b", wait=0.3)
+            events = b.observe(e)
+            first = next(events)
+            self.assertEqual(first["value"], "a")
             lead.proclaim("a2")
-            for info in a.observe(e):
-                seen.append(info)
-                break
+            seen.append(next(events))
             self.assertEqual(seen[0]["value"], "a2")
             self.assertEqual(seen[0]["token"], str(lead.token))
             lead.resign()
+            self.assertIsNone(next(events)["leader"])
             self.assertIsNone(a.leader(e)["leader"])
+            events.close()
+
+    def test_watch(self):
+        p = name("watch") + "/"
+        with Client(URLS) as c:
+            c.put(p + "a", "one")
+            events = c.watch(p)
+            kind, snap = next(events)
+            self.assertEqual(kind, "snapshot")
+            self.assertEqual([e["key"] for e in snap["entries"]], [p + "a"])
+            c.put(p + "b", "two")
+            kind, change = next(events)
+            self.assertEqual((kind, change["key"], change["value"]), ("kvChanged", p + "b", "two"))
+            events.close()
+
+
+@unittest.skipUnless(URLS, "PALISADE_URLS is not set")
+class ExampleTests(unittest.TestCase):
+    def test_paused_holder_example_runs_as_written(self):
+        import subprocess
+
+        script = os.path.join(os.path.dirname(__file__), "..", "examples", "paused_holder.py")
+        r = subprocess.run([sys.executable, script], env=dict(os.environ, PALISADE_URLS=",".join(URLS)),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("late write refused: FENCED", r.stdout)
 
 
 @unittest.skipUnless(URLS and os.environ.get("PALISADE_PIDS"), "PALISADE_PIDS is not set")

@@ -4,8 +4,10 @@
 // change as it is applied on this node (`kvChanged`, `electionChanged`), with the entry's
 // index as the SSE id. The subscription is the websocket's own (the `watch` and `observe`
 // ops, with this response as the sink), made before the state is read, so nothing falls
-// between the snapshot and the first change; changes that arrive during the read are sent
-// after the snapshot (a client applies them by revision/index, so a repeat is harmless).
+// between the snapshot and the first change. Changes pushed while the read waits for its
+// read index were applied before the state was read (the node reads it synchronously once
+// the wait ends, and its answer reaches us through promise resolution only, with no
+// entry applied in between), so they are in the snapshot and are not sent again.
 // Resuming after a lost stream (another node, a leader change) is a new stream: its
 // snapshot is the state to resume from, and it names the index it reflects.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -23,7 +25,7 @@ const MAX_BUFFERED_BYTES = 4 << 20;
 let nextSinkId = -1_000_000_000;
 
 export async function serveStream(node: ApiNode, gate: ConnectionGate, req: Extract<Request, { op: 'watch' | 'observe' }>, httpReq: IncomingMessage, res: ServerResponse): Promise<void> {
-  let early: ServerEvent[] | null = [];
+  let live = false; // events before the snapshot are in it: dropped
   const write = (e: ServerEvent) => {
     if (res.writableLength > MAX_BUFFERED_BYTES) return void res.destroy();
     const { event, index, ...data } = e;
@@ -33,8 +35,7 @@ export async function serveStream(node: ApiNode, gate: ConnectionGate, req: Extr
     id: nextSinkId--,
     pushEvent: (e) => {
       if (!gate.showsEvent(e)) return;
-      if (early) early.push(e);
-      else write(e);
+      if (live) write(e);
     },
   };
   const closed = new Promise<void>((resolve) => {
@@ -48,9 +49,7 @@ export async function serveStream(node: ApiNode, gate: ConnectionGate, req: Extr
     res.write(`retry: 1000\n\n`);
     const snapshot = req.op === 'watch' ? { prefix: req.prefix, entries: first.result } : first.result;
     res.write(`event: snapshot\ndata: ${JSON.stringify(toJsonTokens(snapshot))}\n\n`);
-    const buffered = early;
-    early = null;
-    for (const e of buffered) write(e);
+    live = true;
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
     await closed;
     clearInterval(keepalive);
