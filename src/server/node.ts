@@ -372,16 +372,26 @@ export class PalisadeNode {
     if (cc.type === 'remove') this.identities?.forget(cc.node);
     this.peers?.setPeers(this.members.peerMap(this.id, [...conf.voters, ...conf.learners]));
     if (e.index > this.bootstrapLength()) this.log.info({ change: cc.type, member: cc.node, index: e.index, voters: conf.voters, learners: conf.learners }, 'membership changed');
-    if (cc.type === 'remove' && cc.node === this.id) this.removedBy(e.index);
+    if (cc.type === 'remove' && cc.node === this.id) this.removedBy(e.index, true);
   }
 
-  private removedBy(index: number): void {
+  private removedBy(index: number, fromLog = false): void {
     if (this.stopping || this.removedAt !== null) return;
+    // A node that joined again under its old id replays its old removal before its new
+    // addition (or hears of it from a lagging peer): the removal counts only if, once the
+    // entries after it had a moment to arrive, it is still not a member.
+    if (!fromLog && index <= this.machine.appliedIndex) return; // the log path decides
     this.removedAt = index;
     const why = `removed from the cluster by entry ${index}`;
-    this.log.warn(why + '; stopping');
+    const stopIfOut = (): void => {
+      const conf = this.raft.confState;
+      if (fromLog && (conf.voters.includes(this.id) || conf.learners.includes(this.id))) return void (this.removedAt = null);
+      this.log.warn(why + '; stopping');
+      this.onRemoved(why);
+    };
     // Let the driver finish this Ready (a removed leader steps down first), then stop.
-    setImmediate(() => this.onRemoved(why));
+    if (fromLog) setTimeout(stopIfOut, 2 * this.cfg.raft.electionTimeoutMs).unref();
+    else setImmediate(stopIfOut);
   }
 
   private bootstrapLength(): number {

@@ -2,11 +2,16 @@
 // refuses to start with a message that says what to do, or recovers with every acknowledged
 // write readable through every node and every new fencing token above every earlier one.
 import assert from 'node:assert/strict';
-import { readdirSync, rmSync, statSync, truncateSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { Level } from 'level';
+import { entryKey } from '../../src/storage/keys.js';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { TestCluster, until } from './cluster-harness.js';
 import { RawClient, RawSession } from './raw-client.js';
+import { rpc } from '../../src/transport/rpc.js';
+import type { MemberInfo } from '../../src/transport/client-protocol.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -148,4 +153,121 @@ describe('storage faults', () => {
       assert.ok((await newToken(c, victim)) > top);
     });
   }
+
+  test('the documented procedure: a wiped member is removed and joins again with an empty directory, and catches up', async () => {
+    const c = await TestCluster.started();
+    clusters.push(c);
+    const leader = await c.waitForLeader();
+    const lost = c.nodes.map((n) => n.id).find((id) => id !== leader)!;
+    const healthy = c.nodes.map((n) => n.id).filter((id) => id !== lost);
+    if (process.env.KEEP_TEST_DATA) console.log(`# cluster in ${c.dir}`);
+    const top = await write(c, leader, 50, 5);
+    await c.signal(lost, 'SIGKILL');
+    renameSync(c.node(lost).dataDir, `${c.node(lost).dataDir}.lost`);
+    const removed = await rpc<{ index: number }>(c.node(healthy[0]!).clientUrl, { op: 'removeMember', member: lost }, 10_000);
+    assert.ok(removed.index > 0);
+    await c.start(lost, { join: healthy.map((id) => c.node(id).clientUrl) });
+    await until(async () => (await rpc<MemberInfo[]>(c.node(healthy[0]!).clientUrl, { op: 'members' }, 5_000)).some((m) => m.id === lost && m.voter), 30_000, `${lost} to be a voter again`);
+    await allReadable(c, lost, 50);
+    assert.ok((await newToken(c, lost)) > top);
+  });
+
+  test('the last record written is deleted (a follower): refused, naming the missing entry', async () => {
+    const c = await TestCluster.started();
+    clusters.push(c);
+    const leader = await c.waitForLeader();
+    const victim = c.nodes.map((n) => n.id).find((id) => id !== leader)!;
+    await write(c, leader, 30, 2);
+    await until(async () => ((await c.status(victim))?.appliedIndex ?? 0) >= ((await c.status(leader))?.commitIndex ?? 1), 5_000, 'the follower to apply');
+    await c.signal(victim, 'SIGKILL');
+    const db = new Level<Uint8Array, Uint8Array>(c.node(victim).dataDir, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+    let last: Uint8Array | null = null;
+    for await (const k of db.keys({ gte: entryKey(0), lte: entryKey(Number.MAX_SAFE_INTEGER), reverse: true, limit: 1 })) last = k;
+    assert.ok(last);
+    await db.del(last, { sync: true });
+    await db.close();
+    await c.start(victim).catch(() => undefined);
+    await exited(c, victim);
+    assert.match(c.logOf(victim), /the log ends at entry (\d+), but this node had written \(and may have acknowledged\) entries up to \d+: 1 entries are gone/);
+  });
+
+  test('bytes flipped in the newest .log (a follower): refused with the copy kept, or recovered intact', async () => {
+    const c = await TestCluster.started();
+    clusters.push(c);
+    const leader = await c.waitForLeader();
+    const victim = c.nodes.map((n) => n.id).find((id) => id !== leader)!;
+    const top = await write(c, leader, 60, 3);
+    await c.signal(victim, 'SIGKILL');
+    const file = newestLog(c.node(victim).dataDir);
+    const bytes = readFileSync(file);
+    const at = Math.floor(bytes.length / 3);
+    for (let i = 0; i < 16; i++) bytes[at + i] = bytes[at + i]! ^ 0xff;
+    writeFileSync(file, bytes);
+    await c.start(victim).catch(() => undefined);
+    await until(async () => !c.procs.has(victim) || (await c.status(victim)) !== null, 15_000, `${victim} to refuse or run`);
+    if (!c.procs.has(victim)) {
+      const log = c.logOf(victim);
+      assert.match(log, /storage .*: (the log ends at entry|the log has a gap|corrupt|LevelDB reports corruption)/);
+      assert.match(log, /kept as they were in .*preopen-copy/);
+      assert.ok(existsSync(join(c.node(victim).dataDir, 'preopen-copy', file.split('/').pop()!)), 'the damaged .log is kept');
+      return;
+    }
+    await allReadable(c, victim, 60);
+    assert.ok((await newToken(c, victim)) > top);
+  });
+
+  test('a full disk (a small tmpfs): the node stops saying so, and after space is freed it catches up intact', async (t) => {
+    const c = await TestCluster.started();
+    clusters.push(c);
+    const leader = await c.waitForLeader();
+    const victim = c.nodes.map((n) => n.id).find((id) => id !== leader)!;
+    await c.signal(victim, 'SIGKILL');
+    const dir = c.node(victim).dataDir;
+    const saved = `${dir}.saved`;
+    renameSync(dir, saved);
+    mkdirSync(dir, { mode: 0o700 });
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m,mode=0700', 'tmpfs', dir], { stdio: 'pipe' });
+    } catch (e) {
+      t.skip(`cannot mount a tmpfs here (${(e as Error).message.split('\n')[0]}); run as root to fill a disk`);
+      return;
+    }
+    try {
+      execFileSync('cp', ['-a', `${saved}/.`, dir]);
+      await c.start(victim);
+      const top1 = await write(c, leader, 20, 2);
+      // Fill what is left of the tmpfs, then keep writing until the node's own writes fail.
+      const junk = join(dir, 'junk');
+      const fd = openSync(junk, 'w');
+      try {
+        const block = Buffer.alloc(64 * 1024, 1);
+        for (;;) writeSync(fd, block);
+      } catch {
+        /* ENOSPC: full */
+      } finally {
+        closeSync(fd);
+      }
+      const big = new Uint8Array(32 * 1024).fill(7);
+      const client = await RawClient.connect(c.node(leader).clientUrl);
+      try {
+        const s = await RawSession.open(client, 10_000);
+        for (let i = 0; i < 100 && c.procs.has(victim); i++) assert.ok((await s.call({ op: 'put', key: `big${i}`, value: big })).ok);
+      } finally {
+        client.close();
+      }
+      await exited(c, victim, 20_000);
+      assert.match(c.logOf(victim), /the disk is full \(ENOSPC/);
+      unlinkSync(junk);
+      await c.start(victim);
+      const top2 = await write(c, leader, 20, 2);
+      await until(async () => ((await c.status(victim))?.appliedIndex ?? 0) >= ((await c.status(leader))?.commitIndex ?? 1), 20_000, 'the node to catch up');
+      await allReadable(c, victim, 20);
+      assert.ok(top2 > top1);
+      assert.ok((await newToken(c, victim)) > top2);
+    } finally {
+      await c.signal(victim, 'SIGKILL');
+      execFileSync('umount', ['-l', dir]);
+    }
+  });
 });
