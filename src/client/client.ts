@@ -40,7 +40,7 @@ export interface LockClientOptions {
   readonly requestTimeoutMs?: number;
   /** How long one attempt on a live node may go unanswered before trying another node.
    *  Default: from the cluster's timing (4 election timeouts + 2 heartbeats: 1.3 s at the
-   *  defaults). A node that goes silent is given up sooner, after an election timeout
+   *  defaults). A node that goes silent is given up sooner, after two election timeouts
    *  plus two heartbeats without a frame (the SDK pings while requests are in flight). */
   readonly attemptTimeoutMs?: number;
   /** Bound on opening a connection and saying hello. Default 3000. */

@@ -1,11 +1,13 @@
 // Noticing a silent node at the cluster's pace. A node that is paused (SIGSTOP), or cut off
 // by a network that drops packets, keeps its TCP connection open and says nothing, so a
 // request to it would wait out the whole attempt timeout. While requests are outstanding,
-// the SDK pings the node (`status`, answered from memory, no permission needed) at the
-// cluster's heartbeat cadence; a node that has sent nothing for longer than the cluster's
-// own failure detector allows (an election timeout plus two heartbeats) is given up, and
-// what was in flight is retried elsewhere with the same seq. A false alarm (a node that
-// was only slow) costs a reconnect, never correctness.
+// the SDK pings the node (`status`, answered from memory, no permission needed) every two
+// heartbeats; a node that has sent nothing for two election timeouts plus two heartbeats
+// (700 ms at the defaults: by then the cluster has usually elected a new leader, so there is
+// somewhere to go) is given up, and what was in flight is retried elsewhere with the same
+// seq. A false alarm (a node whose event loop stalled) costs a reconnect, never
+// correctness; the margin keeps false alarms rare on a loaded machine, where a reconnect
+// storm would add load.
 import type { HelloResult } from '../transport/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { Connection } from './connection.js';
@@ -20,13 +22,13 @@ export interface Liveness {
 /** For nodes that do not say their timing (older versions): Palisade's defaults. */
 const DEFAULT_TIMING = { heartbeatMs: 50, electionTimeoutMs: 300 };
 /** Below this, a busy client or node would raise false alarms. */
-const MIN_SILENCE_MS = 250;
+const MIN_SILENCE_MS = 500;
 
 export function livenessFor(hello: HelloResult | null): Liveness {
   const t = hello?.timing ?? DEFAULT_TIMING;
   return {
-    pingEveryMs: Math.max(25, t.heartbeatMs),
-    silentAfterMs: Math.max(MIN_SILENCE_MS, t.electionTimeoutMs + 2 * t.heartbeatMs),
+    pingEveryMs: Math.max(50, 2 * t.heartbeatMs),
+    silentAfterMs: Math.max(MIN_SILENCE_MS, 2 * t.electionTimeoutMs + 2 * t.heartbeatMs),
   };
 }
 
