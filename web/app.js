@@ -65,8 +65,35 @@ function fmtTtl(ms) {
 
 // ---- nodes ----------------------------------------------------------------------------
 
+/** What failure the cluster can still take (the words of `palisade status`, src/cli/quorum.ts). */
+function faultTolerance(up, total, hasLeader) {
+  const quorum = Math.floor(total / 2) + 1;
+  const spare = up - quorum;
+  if (spare < 0) return { danger: 'down', text: `${up} of ${total} up: no quorum (${quorum} needed), no leader can be elected and writes stop` };
+  if (!hasLeader) return { danger: 'down', text: `${up} of ${total} up, no leader at the moment: writes wait for an election` };
+  if (spare === 0) return { danger: 'degraded', text: up === total ? `${up} of ${total} up: survives no failure` : `${up} of ${total} up: one more failure stops writes` };
+  return { danger: up === total ? 'ok' : 'degraded', text: `${up} of ${total} up: survives ${spare} failure${spare === 1 ? '' : 's'}` };
+}
+
+/** The health line, shown from the first view (a page opened after a failure says so too). */
+function renderHealth(c) {
+  const up = c.nodes.filter((n) => n.status).length;
+  const ft = faultTolerance(up, c.nodes.length, c.leader !== null);
+  const h = $('#health');
+  h.hidden = false;
+  h.dataset.danger = ft.danger;
+  h.textContent = ft.text;
+  // The connection badge says the page is live; it is not green while the cluster has no leader.
+  const conn = $('#conn');
+  if (conn.dataset.state === 'live' || conn.dataset.state === 'noleader') {
+    if (c.leader === null) setConn('noleader', 'live · no leader');
+    else setConn('live', 'live');
+  }
+}
+
 function renderCluster(c) {
   state.cluster = c;
+  renderHealth(c);
   $('#cluster-id').textContent = c.clusterId;
   $('#served-by').textContent = c.self;
   $('#leader').textContent = c.leader ?? 'none';
@@ -158,7 +185,11 @@ function renderLocks(page) {
         { 'data-lock': l.name },
         td(l.name, 'name'),
         td(l.mode ?? '—'),
-        td(holders.length ? holders.map((h) => h.session).join(', ') : '—', 'num'),
+        el(
+          'td',
+          { class: 'num' },
+          ...(holders.length ? holders.flatMap((h, i) => [i ? ', ' : '', String(h.session), h.label ? el('span', { class: 'label' }, ` (${h.label})`) : '']) : ['—']),
+        ),
         el('td', { class: 'num token', 'data-testid': 'token' }, holders.length ? holders.map((h) => h.token).join(', ') : '—'),
         td(holders.length ? [...new Set(holders.map((h) => fmtTtl(h.ttlMs)))].join(', ') : '—'),
         td(waiters),
@@ -243,7 +274,8 @@ function setConn(stateName, text) {
 function connect() {
   const es = new EventSource('/api/events');
   es.addEventListener('open', () => {
-    setConn('live', 'live');
+    if (state.cluster?.leader === null) setConn('noleader', 'live · no leader');
+    else setConn('live', 'live');
     void refreshTables();
   });
   es.addEventListener('error', () => {

@@ -37,6 +37,14 @@ after(async () => {
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
+/** Into test-results/, and into docs/ with UPDATE_SCREENSHOT (a test run leaves the tree clean). */
+async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(RESULTS, { recursive: true });
+  const shot = join(RESULTS, name);
+  await page.screenshot({ path: shot, fullPage: true });
+  if (process.env.UPDATE_SCREENSHOT) copyFileSync(shot, join(ROOT, 'docs', name));
+}
+
 async function openBrowser(): Promise<Page> {
   assert.ok(
     existsSync(CHROMIUM),
@@ -112,6 +120,33 @@ test('status page: a lock appears with its token; after SIGKILL of the leader th
   await page.screenshot({ path: shot, fullPage: true });
   // The README's picture is refreshed on request only, so a test run leaves the tree clean.
   if (process.env.UPDATE_SCREENSHOT) copyFileSync(shot, DOCS_SCREENSHOT);
+
+  // Danger at a glance: one node down leaves no failure to spare.
+  const health = page.locator('#health');
+  await health.filter({ hasText: '2 of 3 up: one more failure stops writes' }).waitFor({ timeout: 3_000 });
+  assert.equal(await health.getAttribute('data-danger'), 'degraded');
+  assert.equal(await page.locator('#conn').getAttribute('data-state'), 'live');
+  await screenshot(page, 'status-page-one-down.png');
+
+  // A second node down: no quorum. The page (served by the survivor) says so in red, and the
+  // badge is not a green "live" while there is no leader.
+  const other = cluster.nodes.find((n) => n.id !== oldLeader && n.id !== pageNode.id)!;
+  await cluster.signal(other.id, 'SIGKILL');
+  await health.filter({ hasText: '1 of 3 up: no quorum' }).waitFor({ timeout: 10_000 });
+  assert.equal(await health.getAttribute('data-danger'), 'down');
+  await page.locator('#conn[data-state="noleader"]').waitFor({ timeout: 10_000 });
+  assert.match((await page.locator('#conn').textContent()) ?? '', /no leader/);
+  await screenshot(page, 'status-page-no-quorum.png');
+
+  // Opened after the failure: the first view already says it.
+  const late = await context!.newPage();
+  late.on('pageerror', (e) => errors.push(e.message));
+  const favicon = await late.goto(`${pageNode.httpUrl}/favicon.ico`);
+  assert.equal(favicon?.status(), 200);
+  await late.goto(`${pageNode.httpUrl}/`);
+  assert.ok(await late.locator('#prev').isDisabled(), 'the pager starts disabled');
+  assert.ok(await late.locator('#next').isDisabled(), 'the pager starts disabled');
+  await late.locator('#health[data-danger="down"]').filter({ hasText: 'no quorum' }).waitFor({ timeout: 5_000 });
   assert.deepEqual(errors, [], 'no script errors on the page');
   void waiting;
 });

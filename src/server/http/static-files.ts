@@ -11,6 +11,8 @@ const FILES: ReadonlyMap<string, { file: string; type: string }> = new Map([
   ['/index.html', { file: 'index.html', type: 'text/html; charset=utf-8' }],
   ['/app.js', { file: 'app.js', type: 'text/javascript; charset=utf-8' }],
   ['/style.css', { file: 'style.css', type: 'text/css; charset=utf-8' }],
+  // A browser asks for it on every page; an SVG answers instead of a 404 in the console.
+  ['/favicon.ico', { file: 'favicon.svg', type: 'image/svg+xml' }],
 ]);
 
 export async function staticFile(path: string): Promise<{ body: Buffer; type: string } | null> {
