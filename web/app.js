@@ -128,7 +128,9 @@ function renderCluster(c) {
         td(isLeader ? '—' : fmtMs(p?.rttMs), 'num'),
         td(s.sessions, 'num'),
         td(s.clientConnections, 'num'),
-        td(s.ready ? 'ready' : `no: ${s.notReadyReason}`, s.ready ? 'ok' : 'warn'),
+        // Warnings (a member not catching up, a refused peer, a moved address) keep a node
+        // ready but need an operator: shown in the same cell.
+        td([s.ready ? 'ready' : `no: ${s.notReadyReason}`, ...(s.warnings ?? [])].join('; '), s.ready && !(s.warnings ?? []).length ? 'ok' : 'warn'),
       );
       return tr;
     }),
