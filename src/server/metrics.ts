@@ -3,6 +3,7 @@
 // registry). Gauges that mirror state are read when scraped (collect), so a scrape always
 // sees the state of that moment and the hot paths pay nothing for them; counters and
 // histograms of things that happen are fed by the node's hooks.
+import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { MachineEvent, MachineStats } from '../lockfsm/index.js';
 import type { StorageStats } from '../storage/index.js';
@@ -58,6 +59,19 @@ export type ProposalOutcome = 'committed' | 'lost' | 'timeout' | 'failed';
 /** Latencies from well under a millisecond (fsync on tmpfs) to seconds (a sick disk). */
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
+/** Waits and holds: from an immediate grant to locks held for days. */
+const HOLD_BUCKETS = [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400];
+
+/** The package's version (package.json is two levels up from src/server and dist/server). */
+const PACKAGE_VERSION: string = (() => {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+})();
+
 export class NodeMetrics {
   readonly registry = new Registry();
   private readonly leaderChanges: Counter;
@@ -69,7 +83,10 @@ export class NodeMetrics {
   private readonly lockDelays: Counter;
   private readonly grants: Counter<'mode'>;
   private readonly releases: Counter<'reason'>;
-  private readonly rejected: Counter<'code'>;
+  private readonly rejected: Counter<'code' | 'op'>;
+  private readonly requests: Counter<'op'>;
+  private readonly lockWait: Histogram;
+  private readonly lockHold: Histogram;
 
   constructor(nodeId: string, source: MetricsSource) {
     const registers = [this.registry];
@@ -172,13 +189,36 @@ export class NodeMetrics {
     for (const reason of ['release', 'close', 'expire'] as const) this.releases.inc({ reason }, 0);
 
     gauge('palisade_client_connections', 'Client connections open to this node.', () => source.clients().connections);
-    mirrorCounter('palisade_client_requests_total', 'Client requests received by this node.', () => source.clients().requests);
-    this.rejected = new Counter({
-      name: 'palisade_client_requests_rejected_total',
-      help: 'Client requests answered with an error, by error code.',
-      labelNames: ['code'],
+    this.requests = new Counter({
+      name: 'palisade_client_requests_total',
+      help: 'Client requests answered by this node (websocket and HTTP API), by op.',
+      labelNames: ['op'],
       registers,
     });
+    this.rejected = new Counter({
+      name: 'palisade_client_requests_rejected_total',
+      help: 'Client requests answered with an error, by error code and op.',
+      labelNames: ['code', 'op'],
+      registers,
+    });
+    this.lockWait = new Histogram({
+      name: 'palisade_lock_wait_seconds',
+      help: 'Leader only: from a lock request queued to its grant (0 for an immediate grant).',
+      buckets: HOLD_BUCKETS,
+      registers,
+    });
+    this.lockHold = new Histogram({
+      name: 'palisade_lock_hold_seconds',
+      help: 'Leader only: from a grant to the release (by release, session close or expiry).',
+      buckets: HOLD_BUCKETS,
+      registers,
+    });
+    new Gauge({
+      name: 'palisade_build_info',
+      help: 'Always 1; the labels say which build this node runs.',
+      labelNames: ['version', 'nodejs'],
+      registers,
+    }).set({ version: PACKAGE_VERSION, nodejs: process.versions.node }, 1);
     new Counter({
       name: 'palisade_client_frames_rejected_total',
       help: 'Frames refused by the client port before reaching the node, by reason.',
@@ -244,8 +284,18 @@ export class NodeMetrics {
     this.peerRtt.reset();
   }
 
-  onRejected(code: string): void {
-    this.rejected.inc({ code });
+  /** A client request was answered (ok, or with the error `code`). */
+  onAnswered(op: string, code: string | null): void {
+    this.requests.inc({ op });
+    if (code !== null) this.rejected.inc({ code, op });
+  }
+
+  onLockWait(seconds: number): void {
+    this.lockWait.observe(seconds);
+  }
+
+  onLockHold(seconds: number): void {
+    this.lockHold.observe(seconds);
   }
 
   onMachineEvent(ev: MachineEvent): void {

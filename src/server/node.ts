@@ -476,7 +476,7 @@ export class PalisadeNode {
     const refused = await this.admit(gate, req);
     const ans = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
     gate.observe(req, ans);
-    if (!ans.ok) this.ops?.onRejected(ans.error.code);
+    this.ops?.onAnswered(req.op, ans.ok ? null : ans.error.code);
     return ans;
   }
 

@@ -67,12 +67,36 @@ test('metrics: the leader exports raft, storage, lock and client series', async 
   assert.ok(value(m, 'palisade_lock_waiters') >= 1);
   assert.ok(value(m, 'palisade_lock_grants_total', { mode: 'exclusive' }) >= 1);
   assert.ok(value(m, 'palisade_client_connections') >= 1, 'the SDK connection');
-  assert.ok(value(m, 'palisade_client_requests_total') >= 3);
-  assert.ok(value(m, 'palisade_client_requests_rejected_total', { code: 'UNKNOWN_SESSION' }) >= 1);
+  assert.ok(value(m, 'palisade_client_requests_total', { op: 'acquire' }) >= 2);
+  assert.ok(value(m, 'palisade_client_requests_total', { op: 'openSession' }) >= 1);
+  assert.ok(value(m, 'palisade_client_requests_rejected_total', { code: 'UNKNOWN_SESSION', op: 'keepAlive' }) >= 1);
+  assert.equal(value(m, 'palisade_build_info', { nodejs: process.versions.node }), 1);
+  assert.match(find(m, 'palisade_build_info')[0]!.labels['version']!, /^\d+\.\d+\.\d+/);
   assert.equal(value(m, 'palisade_client_frames_rejected_total', { reason: 'bad_frame' }), 0);
   // Process metrics, labelled with the node like every series.
   assert.ok(value(m, 'process_cpu_user_seconds_total', { node: leader }) >= 0);
   await lock.release();
+});
+
+test('metrics: the leader times lock waits (queued to granted) and holds (granted to released)', async () => {
+  const url = cluster.node(leader).clientUrl;
+  const before = await metricsOf(cluster.node(leader).httpUrl);
+  const waits0 = value(before, 'palisade_lock_wait_seconds_count');
+  const holds0 = value(before, 'palisade_lock_hold_seconds_count');
+  const a = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
+  const b = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
+  const got = await rpc<{ status: string; token: number }>(url, { op: 'acquire', session: a.session, seq: 1, name: 'metrics/timed', mode: 'exclusive', wait: false });
+  assert.equal(got.status, 'granted');
+  const queued = await rpc<{ status: string }>(url, { op: 'acquire', session: b.session, seq: 1, name: 'metrics/timed', mode: 'exclusive', wait: true });
+  assert.equal(queued.status, 'queued');
+  await rpc(url, { op: 'release', session: a.session, seq: 2, ackedSeq: 1, name: 'metrics/timed', token: got.token });
+  const m = await until(async () => {
+    const e = await metricsOf(cluster.node(leader).httpUrl);
+    return value(e, 'palisade_lock_wait_seconds_count') >= waits0 + 2 ? e : null;
+  }, 5_000, 'two waits timed (one immediate, one queued)');
+  assert.ok(value(m, 'palisade_lock_hold_seconds_count') >= holds0 + 1);
+  assert.ok(value(m, 'palisade_lock_hold_seconds_sum') > 0);
+  assert.equal(m.types.get('palisade_lock_wait_seconds'), 'histogram');
 });
 
 test('metrics: expirations and lock-delays count on every node; followers report no peers', async () => {

@@ -15,6 +15,7 @@ import { ProposalLost, ProposalTimeout } from '../proposals.js';
 import { ClusterView, type ClusterJson } from './cluster-view.js';
 import { NodeView, type NodeInternals } from './node-view.js';
 import { PeerRtt } from './peer-rtt.js';
+import { LockTiming } from '../lock-timing.js';
 import { RecentEvents, type RecentEvent } from './recent-events.js';
 import { BadRequest, json, route } from './routes.js';
 import { SseHub } from './sse.js';
@@ -41,6 +42,7 @@ export class NodeOps {
   readonly view: NodeView;
   readonly events = new RecentEvents();
   private readonly rtt: PeerRtt;
+  private readonly lockTiming: LockTiming;
   private readonly sse = new SseHub();
   private readonly cluster: ClusterView;
   private readonly log: Logger;
@@ -60,6 +62,7 @@ export class NodeOps {
   constructor(private readonly opts: NodeOpsOptions) {
     const n = opts.node;
     this.log = opts.logger.child({ component: 'ops-http' });
+    this.lockTiming = new LockTiming({ onLockWait: (s) => this.metrics.onLockWait(s), onLockHold: (s) => this.metrics.onLockHold(s) });
     this.rtt = new PeerRtt(
       () => performance.now(),
       (peer, ms) => this.metrics.onPeerRtt(peer, ms / 1000),
@@ -151,6 +154,7 @@ export class NodeOps {
 
   onMachineEvent(ev: MachineEvent, index: number): void {
     this.metrics.onMachineEvent(ev);
+    this.lockTiming.onEvent(ev, Date.now(), this.lastRole === 'leader');
     if (ev.type === 'kvChanged') return;
     this.locksDirty = true;
     const e = this.events.fromMachine(ev, index, Date.now());
@@ -165,9 +169,9 @@ export class NodeOps {
     this.rtt.received(from, msgs);
   }
 
-  /** A client request was answered with an error. */
-  onRejected(code: string): void {
-    this.metrics.onRejected(code);
+  /** A client request was answered: ok, or with the error `code`. */
+  onAnswered(op: string, code: string | null): void {
+    this.metrics.onAnswered(op, code);
   }
 
   /** Time a proposal from propose() until its entry is applied (or it is lost). */
