@@ -99,22 +99,30 @@ async function steadyClient(url: string): Promise<{ stop(): Promise<{ served: nu
 }
 
 /** Send each frame on one of `conns` connections, waiting for its answer or the close. */
-async function sendAll(frames: readonly Uint8Array[], conns: number, open: () => Promise<WebSocket>, viaPing: boolean): Promise<{ closedByNode: number; answers: number }> {
+/** A connection to fuzz: its socket, and how a frame is sent on it (a peer link adds MACs). */
+interface Sender {
+  readonly ws: WebSocket;
+  send(frame: Uint8Array): void;
+}
+
+async function sendAll(frames: readonly Uint8Array[], conns: number, open: () => Promise<Sender>, viaPing: boolean): Promise<{ closedByNode: number; answers: number }> {
   let closedByNode = 0;
   let answers = 0;
   await Promise.all(
     Array.from({ length: conns }, async (_, c) => {
       let ws: WebSocket | null = null;
+      let sender: Sender | null = null;
       for (let i = c; i < frames.length; i += conns) {
-        if (!ws || ws.readyState !== WebSocket.OPEN) {
-          ws = await open();
+        if (!ws || !sender || ws.readyState !== WebSocket.OPEN) {
+          sender = await open();
+          ws = sender.ws;
           ws.on('message', () => answers++);
           ws.on('close', (code) => {
             if (code !== 1005 && code !== 1000) closedByNode++;
           });
         }
         const answered = settled(ws, viaPing);
-        ws.send(frames[i]!);
+        sender.send(frames[i]!);
         await answered;
       }
       ws?.close();
@@ -135,11 +143,11 @@ async function clientPortWire(): Promise<WireStats> {
   const heap0 = heapMb();
   const started = performance.now();
   const good = await steadyClient(url);
-  const open = async (): Promise<WebSocket> => {
+  const open = async (): Promise<Sender> => {
     const ws = new WebSocket(url);
     ws.on('error', () => {});
     await new Promise((r) => ws.once('open', r));
-    return ws;
+    return { ws, send: (frame) => ws.send(frame) };
   };
   const { closedByNode, answers } = await sendAll(frames, 8, open, false);
   const seconds = (performance.now() - started) / 1000;

@@ -13,7 +13,8 @@
 // acceptor's MAC before it trusts a single frame on the link.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const PEER_PROTOCOL_VERSION = 1;
+/** 2: frames after the handshake carry a MAC (peer-frames.ts). */
+export const PEER_PROTOCOL_VERSION = 2;
 export const NONCE_BYTES = 32;
 const MAC_BYTES = 32;
 

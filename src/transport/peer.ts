@@ -14,6 +14,7 @@ import { WebSocket, type RawData } from 'ws';
 import type { Message, NodeId } from '../raft/types.js';
 import { decodeFrame, encodeFrame } from './codec.js';
 import { PeerAcceptor } from './peer-accept.js';
+import { FRAME_TAG_BYTES, FrameAuth, type LinkNonces } from './peer-frames.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseHello, parseWelcome } from './peer-handshake.js';
 import { parseRaftMessage } from './raft-message.js';
 import { dialerTlsOptions, isTlsFailure, listenWs, type TlsMaterial, type WsListener } from './tls.js';
@@ -119,6 +120,8 @@ const LINKS_PER_ADDRESS = 32;
 interface Link {
   readonly peer: NodeId;
   readonly ws: WebSocket;
+  /** MACs of the frames in both directions (peer-frames.ts). */
+  readonly auth: FrameAuth;
   /** Monotonic time of the last frame or pong from the peer. */
   lastHeard: number;
 }
@@ -203,7 +206,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       log: this.log,
       stats: this.counters,
       expects: (from) => this.peers.has(from),
-      onAuthenticated: (peer, ws) => this.linkUp(peer, ws, 'accepted'),
+      onAuthenticated: (peer, ws, nonces) => this.linkUp(peer, ws, 'accepted', nonces),
     });
   }
 
@@ -306,11 +309,11 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       this.log.error({ err, peer: to }, 'cannot encode application payload');
       return false;
     }
-    if (frame.length > this.opts.maxFrameBytes) {
+    if (frame.length + FRAME_TAG_BYTES > this.opts.maxFrameBytes) {
       this.log.warn({ peer: to, bytes: frame.length }, 'application payload exceeds maxFrameBytes; not sent');
       return false;
     }
-    link.ws.send(frame, { binary: true });
+    link.ws.send(link.auth.seal(frame), { binary: true });
     this.counters.appSent += 1;
     this.counters.framesSent += 1;
     this.counters.bytesSent += frame.length;
@@ -344,7 +347,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       return;
     }
     const frame = encodeFrame({ k: 'r', m: msgs });
-    if (frame.length > this.opts.maxFrameBytes) {
+    if (frame.length + FRAME_TAG_BYTES > this.opts.maxFrameBytes) {
       if (msgs.length === 1) {
         this.counters.dropsOversize += 1;
         this.log.error({ peer: link.peer, type: msgs[0]!.type, bytes: frame.length }, 'a Raft message exceeds maxFrameBytes; dropped');
@@ -356,7 +359,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       this.sendRaft(link, msgs.slice(half));
       return;
     }
-    link.ws.send(frame, { binary: true });
+    link.ws.send(link.auth.seal(frame), { binary: true });
     this.counters.framesSent += 1;
     this.counters.messagesSent += msgs.length;
     this.counters.bytesSent += frame.length;
@@ -427,6 +430,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
     d.ws = ws;
     let state: 'hello' | 'welcome' | 'ready' = 'hello';
     let ourNonce: Uint8Array | null = null;
+    let acceptorNonce: Uint8Array | null = null;
     let refusedByUs = false;
     const timer = setTimeout(() => {
       this.dialProblem(d, 'handshake timed out');
@@ -449,6 +453,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
         if (!hello) return refuse('acceptor sent no valid hello');
         if (hello.v !== PEER_PROTOCOL_VERSION) return refuse(`acceptor speaks peer protocol ${hello.v}, not ${PEER_PROTOCOL_VERSION}`);
         ourNonce = newNonce();
+        acceptorNonce = hello.nonce;
         const mac = dialerMac(secret, hello.nonce, clusterId, selfId, d.peer);
         ws.send(encodeFrame({ k: 'auth', v: PEER_PROTOCOL_VERSION, clusterId, from: selfId, to: d.peer, nonce: ourNonce, mac }));
         state = 'welcome';
@@ -464,7 +469,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       d.attempt = 0;
       d.lastProblem = null;
       ws.off('message', onHandshake);
-      this.linkUp(d.peer, ws, 'dialed');
+      this.linkUp(d.peer, ws, 'dialed', { acceptor: acceptorNonce!, dialer: ourNonce! });
     });
     ws.on('message', onHandshake);
     ws.on('error', (err) => {
@@ -481,8 +486,11 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
 
   // ---- links -------------------------------------------------------------------------------
 
-  private linkUp(peer: NodeId, ws: WebSocket, how: 'dialed' | 'accepted'): Link {
-    const link: Link = { peer, ws, lastHeard: performance.now() };
+  private linkUp(peer: NodeId, ws: WebSocket, how: 'dialed' | 'accepted', nonces: LinkNonces): Link {
+    const { secret, clusterId, selfId } = this.opts;
+    const [dialer, acceptor] = how === 'dialed' ? [selfId, peer] : [peer, selfId];
+    const auth = new FrameAuth(secret, how === 'dialed' ? 'dialer' : 'acceptor', nonces, clusterId, dialer, acceptor);
+    const link: Link = { peer, ws, auth, lastHeard: performance.now() };
     ws.on('pong', () => {
       link.lastHeard = performance.now();
     });
@@ -526,13 +534,20 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
   // ---- receiving ---------------------------------------------------------------------------
 
   private onFrame(link: Link, data: RawData, isBinary: boolean): void {
-    link.lastHeard = performance.now();
-    const bytes = rawBytes(data);
+    const sealed = rawBytes(data);
     this.counters.framesReceived += 1;
-    this.counters.bytesReceived += bytes.length;
+    this.counters.bytesReceived += sealed.length;
+    // Checked before anything else, so that only a holder of the secret gets a frame decoded.
+    const bytes = isBinary ? link.auth.open(sealed) : null;
+    if (!bytes) {
+      this.counters.invalidFrames += 1;
+      this.log.warn({ peer: link.peer, binary: isBinary }, 'peer frame failed its MAC (injected, replayed or reordered); closing link');
+      closeWithin(link.ws, CLOSE.PROTOCOL, 'frame MAC', this.opts.closeGraceMs);
+      return;
+    }
+    link.lastHeard = performance.now();
     let frame: unknown;
     try {
-      if (!isBinary) throw new Error('text frame');
       frame = decodeFrame(bytes);
     } catch (err) {
       this.counters.invalidFrames += 1;

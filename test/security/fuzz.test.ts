@@ -10,7 +10,7 @@ import { LockClient } from '../../src/client/index.js';
 import { encodeFrame } from '../../src/transport/codec.js';
 import { TestCluster, sleep } from '../integration/cluster-harness.js';
 import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS } from './fuzz-targets.js';
-import { dialAsPeer } from './peer-dialer.js';
+import { dialAsPeer, type PeerSocket } from './peer-dialer.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
@@ -103,24 +103,24 @@ describe('a live cluster under hostile input', () => {
     const target = c.node('n3');
     const heartbeat = encodeFrame({ k: 'r', m: [{ type: 'heartbeat', from: 'n1', to: 'n3', term: 1, commit: 0 }] });
     const frames = fc.sample(mutatedBytes([heartbeat, encodeFrame({ k: 'a', p: { t: 'fwd', rid: 1, req: VALID_REQUESTS[6] } })]), { numRuns: 300, seed: SEED });
-    let ws: WebSocket | null = null;
+    let peer: PeerSocket | null = null;
     let links = 0;
     for (const frame of frames) {
-      if (!ws || ws.readyState !== WebSocket.OPEN) {
+      if (!peer || peer.ws.readyState !== WebSocket.OPEN) {
         // We pose as n1 (it dials n3): the real n1 redials and takes its link back afterwards.
-        ws = await dialAsPeer(target.peerUrl, { clusterId: 'palisade-test', secret: 'integration-test-secret-0123456789', from: 'n1', to: 'n3' });
+        peer = await dialAsPeer(target.peerUrl, { clusterId: 'palisade-test', secret: 'integration-test-secret-0123456789', from: 'n1', to: 'n3' });
         links++;
       }
-      const w: WebSocket = ws;
+      const w: WebSocket = peer.ws;
       const processed = new Promise<void>((resolve) => {
         w.once('pong', () => resolve());
         w.once('close', () => resolve());
       });
-      w.send(frame);
+      peer.send(frame); // with a valid MAC: the fuzzed bytes reach the decoder behind it
       w.ping();
       await processed;
     }
-    ws?.terminate();
+    peer?.ws.terminate();
     assert.ok(links > 1, 'no malformed frame closed the link');
     await c.waitForLeader(15_000);
     const client = await LockClient.connect({ endpoints: c.endpoints, requestTimeoutMs: 15_000 });
