@@ -1,28 +1,28 @@
 // A Palisade node: the composition root. It wires the pure Raft core and lock machine to
 // real time (RaftDriver), LevelDB (RaftStorage), peers (PeerTransport) and clients
-// (ClientServer), applies committed entries, and serves client requests. The jobs around
+// (ClientServer) and applies committed entries. The jobs around
 // it live in modules of their own, each behind a narrow interface to the node:
 // leader-duties.ts (the leader's timers), forwarding.ts (follower -> leader requests),
-// membership-admin.ts (members, changes, transfer), client-gate.ts (auth and limits).
+// membership-admin.ts (members, changes, transfer), request-dispatch.ts (serving client
+// requests), client-gate.ts (auth and limits).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { LockMachine, encodeCommand, isMachineError, validateCommand } from '../lockfsm/index.js';
+import { LockMachine } from '../lockfsm/index.js';
 import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
 import { RaftNode, decodeConfChange } from '../raft/index.js';
 import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, DEFAULT_PRE_AUTH, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
-import type { NodeStatus, Request, ServerEvent, WireError } from '../transport/client-protocol.js';
-import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
+import type { NodeStatus, ServerEvent } from '../transport/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from './config.js';
 import { nodeById, parseWsUrl } from './config.js';
 import { NodeOps } from './http/index.js';
 import { HttpApi, apiNodeOf } from './http-api/index.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LeaderDuties } from './leader-duties.js';
-import { ClientGate, type ConnectionGate } from './client-gate.js';
-import { acquireLimitProblem, clientPortLimits } from './limits.js';
+import { ClientGate } from './client-gate.js';
+import { clientPortLimits } from './limits.js';
 import { machineConfigFrom } from './defaults.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, unwrapSnapshot, wrapSnapshot } from './members.js';
@@ -30,13 +30,14 @@ import { joinCluster } from './join.js';
 import { backupState } from './backup-state.js';
 import { Forwarder, type PeerApp } from './forwarding.js';
 import { MembershipAdmin } from './membership-admin.js';
+import { RequestDispatcher } from './request-dispatch.js';
 import { PeerIdentityGate, isIdentityApp } from './peer-identity.js';
 import { HealthNotes } from './health-notes.js';
 import { RaftDriver } from './raft-driver.js';
-import { ProposalLost, ProposalTimeout, ProposalTracker } from './proposals.js';
-import { AppliedWaiters, ReadIndexBatcher, ReadUnavailable } from './read-barrier.js';
+import { ProposalTracker } from './proposals.js';
+import { AppliedWaiters, ReadIndexBatcher } from './read-barrier.js';
 import { Subscriptions, type EventSink } from './subscriptions.js';
-import { answerFor, commandFor, fail, freeLock, wireElection, wireEvent, wireLock, type Answer, type WriteRequest } from './wire.js';
+import { answerFor, wireEvent } from './wire.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
 
@@ -79,6 +80,8 @@ export class PalisadeNode {
   private readonly forwarder: Forwarder;
   /** Members, membership changes, leadership transfer (membership-admin.ts). */
   private readonly admin: MembershipAdmin;
+  /** Admission and serving of every client request (request-dispatch.ts). */
+  private readonly dispatch: RequestDispatcher;
   private members!: MemberDirectory;
   /** Client URLs of an existing cluster this node joins (`--join`); empty for a founding node. */
   private readonly join: readonly string[];
@@ -124,14 +127,35 @@ export class PalisadeNode {
         leader: () => this.raft.leader,
         isLeader: () => this.raft.role === 'leader',
         sendApp: (to, frame) => this.peers.sendApp(to, frame),
-        handle: (req, owner) => this.handle(req, null, owner),
-        unavailable: (message) => this.unavailable(message),
+        handle: (req, owner) => this.dispatch.handle(req, null, owner),
+        unavailable: (message) => this.dispatch.unavailable(message),
         removedBy: (index) => this.removedBy(index),
       },
       REQUEST_TIMEOUT_MS,
       opts.config.raft.electionTimeoutMs * 3,
     );
     const node = this;
+    this.dispatch = new RequestDispatcher({
+      id: this.id,
+      cfg: opts.config,
+      machineConfig: this.machineConfig,
+      log: opts.logger,
+      leases: this.leases,
+      applied: this.applied,
+      proposals: this.proposals,
+      subs: this.subs,
+      raft: () => this.raft,
+      machine: () => this.machine,
+      members: () => this.members,
+      reads: () => this.reads,
+      admin: () => this.admin,
+      forwarder: () => this.forwarder,
+      ops: () => this.ops,
+      status: () => this.status(),
+      stopping: () => this.stopping,
+      kick: () => this.driver.kick(),
+      now: this.now,
+    });
     this.admin = new MembershipAdmin(
       {
         id: this.id,
@@ -143,10 +167,10 @@ export class PalisadeNode {
         members: () => this.members,
         kick: () => this.driver.kick(),
         forward: (req) => this.forwarder.forward(req),
-        linearizable: () => this.linearizable(),
+        linearizable: () => this.dispatch.linearizable(),
         snapshotNow: () => this.snapshotNow(),
-        backup: () => backupState(this.id, this.cfg.clusterId, () => this.linearizable(), () => this.machine, this.raft),
-        unavailable: (message) => this.unavailable(message),
+        backup: () => backupState(this.id, this.cfg.clusterId, () => this.dispatch.linearizable(), () => this.machine, this.raft),
+        unavailable: (message) => this.dispatch.unavailable(message),
         now: this.now,
       },
       opts.logger,
@@ -267,7 +291,7 @@ export class PalisadeNode {
       ...clientPortTls(this.cfg, this.id),
       logger: this.log,
       onConnection: (conn) => this.onClientConnection(conn),
-      onHttpRequest: new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.serve(g, r, s)), limits: this.cfg.limits, logger: this.log }).handle,
+      onHttpRequest: new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: this.cfg.limits, logger: this.log }).handle,
     });
     await this.clients.start();
 
@@ -462,170 +486,13 @@ export class PalisadeNode {
     // when auth is off; after a hello with a valid token when it is on).
     if (gate.who) conn.authenticated();
     conn.on('request', (req) => {
-      void this.serve(gate, req, sink).then((ans) => conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error }));
+      void this.dispatch.serve(gate, req, sink).then((ans) => conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error }));
       if (gate.who) conn.authenticated(); // admit() has judged a hello synchronously
     });
     conn.on('close', () => {
       this.subs.dropConn(sink);
       this.sinks.delete(conn);
     });
-  }
-
-  /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
-  private async serve(gate: ConnectionGate, req: Request, sink: EventSink | null): Promise<Answer> {
-    const refused = await this.admit(gate, req);
-    const ans = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
-    gate.observe(req, ans);
-    this.ops?.onAnswered(req.op, ans.ok ? null : ans.error.code);
-    return ans;
-  }
-
-  /** The gate's refusal of `req`, or null to serve it. A scoped token's use of a session is
-   *  judged by state that covers every entry committed before the request arrived (a
-   *  linearizable read first): this node may not have applied the lock the session took a
-   *  moment ago elsewhere. */
-  private async admit(gate: ConnectionGate, req: Request): Promise<WireError | null> {
-    const refused = gate.admit(req);
-    if (refused || !gate.judgesSession(req)) return refused;
-    if (gate.needsCurrentState(req)) {
-      try {
-        await this.linearizable();
-      } catch (e) {
-        return { code: 'UNAVAILABLE', message: `cannot confirm the session's owner and scope now (${(e as Error).message}); retry` };
-      }
-    }
-    return gate.sessionScope(req);
-  }
-
-  /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink).
-   *  `owner`: the token name a session opened by this request belongs to (null: auth off). */
-  private async handle(req: Request, sink: EventSink | null, owner: string | null = null): Promise<Answer> {
-    if (this.stopping) return fail('UNAVAILABLE', 'node is shutting down');
-    try {
-      switch (req.op) {
-        case 'hello':
-          if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
-          return { ok: true, result: { nodeId: this.id, clusterId: this.cfg.clusterId, leader: this.raft.leader, members: this.admin.memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })), timing: { heartbeatMs: this.cfg.raft.heartbeatMs, electionTimeoutMs: this.cfg.raft.electionTimeoutMs } } };
-        case 'status':
-          return { ok: true, result: this.status() };
-        case 'attach': {
-          const a = await this.keepAlive(req.session);
-          if (a.ok && sink) this.subs.sessions.add(req.session, sink);
-          return a;
-        }
-        case 'keepAlive':
-          return await this.keepAlive(req.session);
-        case 'get':
-          await this.linearizable();
-          return { ok: true, result: (() => { const l = this.machine.lock(req.name); return l ? wireLock(l) : freeLock(req.name); })() };
-        case 'locks':
-          await this.linearizable();
-          return { ok: true, result: this.machine.locks(req.prefix, req.limit ?? 1000).map(wireLock) };
-        case 'leader':
-          await this.linearizable();
-          return { ok: true, result: wireElection(req.election, this.machine.election(req.election)) };
-        case 'observe': {
-          if (sink) this.subs.elections.add(req.election, sink);
-          await this.linearizable();
-          return { ok: true, result: wireElection(req.election, this.machine.election(req.election)) };
-        }
-        case 'unobserve':
-          if (sink) this.subs.elections.remove(req.election, sink);
-          return { ok: true, result: {} };
-        case 'kvGet': {
-          await this.linearizable();
-          const kv = this.machine.kvGet(req.key);
-          return { ok: true, result: kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null };
-        }
-        case 'watch':
-          if (sink) this.subs.watches.add(req.prefix, sink);
-          await this.linearizable();
-          return { ok: true, result: this.machine.kvRange(req.prefix, 1000).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })) };
-        case 'unwatch':
-          if (sink) this.subs.watches.remove(req.prefix, sink);
-          return { ok: true, result: {} };
-        case 'members':
-        case 'addMember':
-        case 'removeMember':
-        case 'transferLeader':
-        case 'snapshot':
-          return await this.admin.serve(req);
-        default: {
-          if (!WRITE_OPS.has(req.op)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
-          const ans = await this.write(req as WriteRequest, owner);
-          // Events for a session go to the connections that carry it.
-          if (sink && ans.ok) {
-            if (req.op === 'openSession') this.subs.sessions.add((ans.result as { session: number }).session, sink);
-            else if ('session' in req) this.subs.sessions.add(req.session, sink);
-            if (req.op === 'campaign') this.subs.elections.add(req.election, sink);
-          }
-          return ans;
-        }
-      }
-    } catch (e) {
-      if (e instanceof ReadUnavailable) return this.unavailable('no leader could confirm the read; retry');
-      this.log.error({ err: e, op: req.op }, 'request failed');
-      return fail('INTERNAL', (e as Error).message);
-    }
-  }
-
-  private unavailable(message: string): Answer {
-    const hint = this.leaderHint();
-    return fail('UNAVAILABLE', message, hint ? { leaderHint: hint } : {});
-  }
-
-  private leaderHint(): { id: string; clientUrl: string } | undefined {
-    const l = this.raft.leader;
-    const u = l ? this.members.get(l) : undefined;
-    return l && u ? { id: l, clientUrl: u.clientUrl } : undefined;
-  }
-
-  /** Wait until a read index confirmed after now has been applied here. */
-  private async linearizable(): Promise<void> {
-    const index = await this.reads.request();
-    await this.applied.wait(index, this.machine.appliedIndex);
-  }
-
-  private async keepAlive(session: number): Promise<Answer> {
-    if (this.raft.role !== 'leader') return this.forwarder.forward({ id: 0, op: 'keepAlive', session });
-    const receivedAt = this.now();
-    // Acknowledge only once a heartbeat round that started after the keepalive arrived
-    // confirms we still lead; otherwise a deposed leader could extend a client's belief
-    // beyond the deadline the real leader keeps. A session we do not know yet may be one
-    // that a new leader has not applied: its state is current only once an entry of its own
-    // term has committed and been applied (thesis §6.4), so "no such session" waits for that
-    // rather than end a live session on the client.
-    if (this.leases.has(session)) await this.reads.request();
-    else await this.linearizable();
-    if (!this.leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
-    const ttlMs = this.leases.keepAlive(session, receivedAt);
-    if (ttlMs === null) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
-    return { ok: true, result: { ttlMs } };
-  }
-
-  private async write(req: WriteRequest, owner: string | null): Promise<Answer> {
-    if (this.raft.role !== 'leader') return this.forwarder.forward(req, owner);
-    // Validate before proposing: a bad request is answered at once and never reaches the log.
-    const cmd = validateCommand(commandFor(req, this.cfg.sessions.defaultTtlMs, Date.now(), owner), this.machineConfig);
-    if (isMachineError(cmd)) return answerFor(cmd, 0);
-    // Locks and waits per session, waiters per lock: against the leader's applied state (limits.ts).
-    const overLimit = acquireLimitProblem(this.cfg.limits, req, this.machine);
-    if (overLimit) return fail(overLimit.code, overLimit.message);
-    const r = this.raft.propose(encodeCommand(cmd, this.machineConfig));
-    if (!r.ok) {
-      if (r.reason === 'notLeader') return this.forwarder.forward(req, owner);
-      return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
-    }
-    this.driver.kick();
-    try {
-      const applied = this.proposals.wait<Answer | null>(r.index, r.term);
-      const ans = await (this.ops?.timeProposal(applied) ?? applied);
-      return ans ?? fail('INTERNAL', 'no result');
-    } catch (e) {
-      if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry with the same seq`);
-      if (e instanceof ProposalTimeout) return fail('TIMEOUT', `${e.message}; the outcome is unknown, retry with the same seq`);
-      throw e;
-    }
   }
 
   // ---- status -------------------------------------------------------------------------

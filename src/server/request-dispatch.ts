@@ -1,0 +1,208 @@
+// Request dispatch: admit one client request (the gate), then serve it — reads after a
+// linearizable read, keepalives after a confirmed heartbeat round, writes proposed to the
+// log and answered once applied, admin ops to membership-admin.ts, and anything a follower
+// cannot do forwarded to the leader (forwarding.ts). The websocket port, the HTTP API and
+// forwarded peer requests all come through `serve`/`handle`. Depends on the node through
+// DispatchCore only.
+import type { Logger } from 'pino';
+import { encodeCommand, isMachineError, validateCommand, type LockMachine, type MachineConfig } from '../lockfsm/index.js';
+import type { NodeId, RaftNode } from '../raft/index.js';
+import type { NodeStatus, Request, WireError } from '../transport/client-protocol.js';
+import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
+import type { ConnectionGate } from './client-gate.js';
+import type { ClusterConfig } from './config.js';
+import type { Forwarder } from './forwarding.js';
+import type { NodeOps } from './http/index.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+import { acquireLimitProblem } from './limits.js';
+import type { MemberDirectory } from './members.js';
+import type { MembershipAdmin } from './membership-admin.js';
+import { ProposalLost, ProposalTimeout, type ProposalTracker } from './proposals.js';
+import { ReadUnavailable, type AppliedWaiters, type ReadIndexBatcher } from './read-barrier.js';
+import type { EventSink, Subscriptions } from './subscriptions.js';
+import { answerFor, commandFor, fail, freeLock, wireElection, wireLock, type Answer, type WriteRequest } from './wire.js';
+
+/** The node as request dispatch sees it (parts made at start are read through functions). */
+export interface DispatchCore {
+  readonly id: NodeId;
+  readonly cfg: ClusterConfig;
+  readonly machineConfig: MachineConfig;
+  readonly log: Logger;
+  readonly leases: LeaseKeeper;
+  readonly applied: AppliedWaiters;
+  readonly proposals: ProposalTracker;
+  readonly subs: Subscriptions;
+  raft(): RaftNode;
+  machine(): LockMachine;
+  members(): MemberDirectory;
+  reads(): ReadIndexBatcher;
+  admin(): MembershipAdmin;
+  forwarder(): Forwarder;
+  ops(): NodeOps | null;
+  status(): NodeStatus;
+  stopping(): boolean;
+  /** Process the core's output soon (after a proposal). */
+  kick(): void;
+  now(): number;
+}
+
+export class RequestDispatcher {
+  constructor(private readonly core: DispatchCore) {}
+
+  /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
+  async serve(gate: ConnectionGate, req: Request, sink: EventSink | null): Promise<Answer> {
+    const refused = await this.admit(gate, req);
+    const ans = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
+    gate.observe(req, ans);
+    this.core.ops()?.onAnswered(req.op, ans.ok ? null : ans.error.code);
+    return ans;
+  }
+
+  /** The gate's refusal of `req`, or null to serve it. A scoped token's use of a session is
+   *  judged by state that covers every entry committed before the request arrived (a
+   *  linearizable read first): this node may not have applied the lock the session took a
+   *  moment ago elsewhere. */
+  private async admit(gate: ConnectionGate, req: Request): Promise<WireError | null> {
+    const refused = gate.admit(req);
+    if (refused || !gate.judgesSession(req)) return refused;
+    if (gate.needsCurrentState(req)) {
+      try {
+        await this.linearizable();
+      } catch (e) {
+        return { code: 'UNAVAILABLE', message: `cannot confirm the session's owner and scope now (${(e as Error).message}); retry` };
+      }
+    }
+    return gate.sessionScope(req);
+  }
+
+  /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink).
+   *  `owner`: the token name a session opened by this request belongs to (null: auth off). */
+  async handle(req: Request, sink: EventSink | null, owner: string | null = null): Promise<Answer> {
+    if (this.core.stopping()) return fail('UNAVAILABLE', 'node is shutting down');
+    try {
+      switch (req.op) {
+        case 'hello':
+          if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
+          return { ok: true, result: { nodeId: this.core.id, clusterId: this.core.cfg.clusterId, leader: this.core.raft().leader, members: this.core.admin().memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })), timing: { heartbeatMs: this.core.cfg.raft.heartbeatMs, electionTimeoutMs: this.core.cfg.raft.electionTimeoutMs } } };
+        case 'status':
+          return { ok: true, result: this.core.status() };
+        case 'attach': {
+          const a = await this.keepAlive(req.session);
+          if (a.ok && sink) this.core.subs.sessions.add(req.session, sink);
+          return a;
+        }
+        case 'keepAlive':
+          return await this.keepAlive(req.session);
+        case 'get':
+          await this.linearizable();
+          return { ok: true, result: (() => { const l = this.core.machine().lock(req.name); return l ? wireLock(l) : freeLock(req.name); })() };
+        case 'locks':
+          await this.linearizable();
+          return { ok: true, result: this.core.machine().locks(req.prefix, req.limit ?? 1000).map(wireLock) };
+        case 'leader':
+          await this.linearizable();
+          return { ok: true, result: wireElection(req.election, this.core.machine().election(req.election)) };
+        case 'observe': {
+          if (sink) this.core.subs.elections.add(req.election, sink);
+          await this.linearizable();
+          return { ok: true, result: wireElection(req.election, this.core.machine().election(req.election)) };
+        }
+        case 'unobserve':
+          if (sink) this.core.subs.elections.remove(req.election, sink);
+          return { ok: true, result: {} };
+        case 'kvGet': {
+          await this.linearizable();
+          const kv = this.core.machine().kvGet(req.key);
+          return { ok: true, result: kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null };
+        }
+        case 'watch':
+          if (sink) this.core.subs.watches.add(req.prefix, sink);
+          await this.linearizable();
+          return { ok: true, result: this.core.machine().kvRange(req.prefix, 1000).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })) };
+        case 'unwatch':
+          if (sink) this.core.subs.watches.remove(req.prefix, sink);
+          return { ok: true, result: {} };
+        case 'members':
+        case 'addMember':
+        case 'removeMember':
+        case 'transferLeader':
+        case 'snapshot':
+          return await this.core.admin().serve(req);
+        default: {
+          if (!WRITE_OPS.has(req.op)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
+          const ans = await this.write(req as WriteRequest, owner);
+          // Events for a session go to the connections that carry it.
+          if (sink && ans.ok) {
+            if (req.op === 'openSession') this.core.subs.sessions.add((ans.result as { session: number }).session, sink);
+            else if ('session' in req) this.core.subs.sessions.add(req.session, sink);
+            if (req.op === 'campaign') this.core.subs.elections.add(req.election, sink);
+          }
+          return ans;
+        }
+      }
+    } catch (e) {
+      if (e instanceof ReadUnavailable) return this.unavailable('no leader could confirm the read; retry');
+      this.core.log.error({ err: e, op: req.op }, 'request failed');
+      return fail('INTERNAL', (e as Error).message);
+    }
+  }
+
+  unavailable(message: string): Answer {
+    const hint = this.leaderHint();
+    return fail('UNAVAILABLE', message, hint ? { leaderHint: hint } : {});
+  }
+
+  private leaderHint(): { id: string; clientUrl: string } | undefined {
+    const l = this.core.raft().leader;
+    const u = l ? this.core.members().get(l) : undefined;
+    return l && u ? { id: l, clientUrl: u.clientUrl } : undefined;
+  }
+
+  /** Wait until a read index confirmed after now has been applied here. */
+  async linearizable(): Promise<void> {
+    const index = await this.core.reads().request();
+    await this.core.applied.wait(index, this.core.machine().appliedIndex);
+  }
+
+  private async keepAlive(session: number): Promise<Answer> {
+    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward({ id: 0, op: 'keepAlive', session });
+    const receivedAt = this.core.now();
+    // Acknowledge only once a heartbeat round that started after the keepalive arrived
+    // confirms we still lead; otherwise a deposed leader could extend a client's belief
+    // beyond the deadline the real leader keeps. A session we do not know yet may be one
+    // that a new leader has not applied: its state is current only once an entry of its own
+    // term has committed and been applied (thesis §6.4), so "no such session" waits for that
+    // rather than end a live session on the client.
+    if (this.core.leases.has(session)) await this.core.reads().request();
+    else await this.linearizable();
+    if (!this.core.leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
+    const ttlMs = this.core.leases.keepAlive(session, receivedAt);
+    if (ttlMs === null) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
+    return { ok: true, result: { ttlMs } };
+  }
+
+  private async write(req: WriteRequest, owner: string | null): Promise<Answer> {
+    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward(req, owner);
+    // Validate before proposing: a bad request is answered at once and never reaches the log.
+    const cmd = validateCommand(commandFor(req, this.core.cfg.sessions.defaultTtlMs, Date.now(), owner), this.core.machineConfig);
+    if (isMachineError(cmd)) return answerFor(cmd, 0);
+    // Locks and waits per session, waiters per lock: against the leader's applied state (limits.ts).
+    const overLimit = acquireLimitProblem(this.core.cfg.limits, req, this.core.machine());
+    if (overLimit) return fail(overLimit.code, overLimit.message);
+    const r = this.core.raft().propose(encodeCommand(cmd, this.core.machineConfig));
+    if (!r.ok) {
+      if (r.reason === 'notLeader') return this.core.forwarder().forward(req, owner);
+      return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
+    }
+    this.core.kick();
+    try {
+      const applied = this.core.proposals.wait<Answer | null>(r.index, r.term);
+      const ans = await (this.core.ops()?.timeProposal(applied) ?? applied);
+      return ans ?? fail('INTERNAL', 'no result');
+    } catch (e) {
+      if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry with the same seq`);
+      if (e instanceof ProposalTimeout) return fail('TIMEOUT', `${e.message}; the outcome is unknown, retry with the same seq`);
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+// Request dispatch in process: what a node answers before anything reaches the log, and
+// what it sends elsewhere. The core's parts the tested paths do not touch are absent, so a
+// path that reached for them would fail the test.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import { DEFAULT_MACHINE_CONFIG, LockMachine } from '../../src/lockfsm/index.js';
+import type { RaftNode } from '../../src/raft/index.js';
+import { validateConfig } from '../../src/server/config.js';
+import type { Forwarder } from '../../src/server/forwarding.js';
+import { LeaseKeeper } from '../../src/server/lease-keeper.js';
+import { MemberDirectory } from '../../src/server/members.js';
+import { ProposalTracker } from '../../src/server/proposals.js';
+import { AppliedWaiters, ReadUnavailable, type ReadIndexBatcher } from '../../src/server/read-barrier.js';
+import { RequestDispatcher } from '../../src/server/request-dispatch.js';
+import { Subscriptions } from '../../src/server/subscriptions.js';
+import type { Answer } from '../../src/server/wire.js';
+import type { NodeStatus, Request } from '../../src/transport/client-protocol.js';
+
+const cfg = validateConfig(
+  {
+    clusterId: 'dispatch',
+    secret: 'a-secret-of-this-test-0123456789',
+    nodes: ['n1', 'n2'].map((id, i) => ({ id, peerUrl: `ws://127.0.0.1:${7101 + i}`, clientUrl: `ws://127.0.0.1:${7001 + i}`, dataDir: id })),
+  },
+  '.',
+);
+
+function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFails?: boolean }) {
+  const forwarded: Request[] = [];
+  const raft = { role: opts.role, leader: opts.role === 'leader' ? 'n1' : 'n2' } as unknown as RaftNode;
+  const members = new MemberDirectory([['n2', { peerUrl: 'ws://127.0.0.1:7102', clientUrl: 'ws://127.0.0.1:7002' }]]);
+  const reads = {
+    request: async () => {
+      if (opts.readFails) throw new ReadUnavailable('no quorum');
+      return 0;
+    },
+  } as unknown as ReadIndexBatcher;
+  const d = new RequestDispatcher({
+    id: 'n1',
+    cfg,
+    machineConfig: DEFAULT_MACHINE_CONFIG,
+    log: pino({ level: 'silent' }),
+    leases: new LeaseKeeper(600),
+    applied: new AppliedWaiters(),
+    proposals: new ProposalTracker(1_000),
+    subs: new Subscriptions(),
+    raft: () => raft,
+    machine: () => new LockMachine(DEFAULT_MACHINE_CONFIG),
+    members: () => members,
+    reads: () => reads,
+    admin: () => assert.fail('no admin op in these tests'),
+    forwarder: () => ({ forward: async (req: Request): Promise<Answer> => (forwarded.push(req), { ok: true, result: 'forwarded' }) }) as unknown as Forwarder,
+    ops: () => null,
+    status: () => ({ id: 'n1' }) as NodeStatus,
+    stopping: () => opts.stopping ?? false,
+    kick: () => assert.fail('nothing is proposed in these tests'),
+    now: () => 0,
+  });
+  return { d, forwarded };
+}
+
+const code = (a: Answer) => (a.ok ? 'ok' : a.error.code);
+
+test('a stopping node refuses every request as UNAVAILABLE', async () => {
+  const { d } = setup({ role: 'leader', stopping: true });
+  assert.equal(code(await d.handle({ id: 1, op: 'status' }, null)), 'UNAVAILABLE');
+});
+
+test('a hello of another protocol version is refused, naming both', async () => {
+  const { d } = setup({ role: 'leader' });
+  const a = await d.handle({ id: 1, op: 'hello', version: 999 } as Request, null);
+  assert.equal(code(a), 'INVALID_ARGUMENT');
+  assert.match(a.ok ? '' : a.error.message, /999.*\d/);
+});
+
+test('a follower forwards writes and keepalives to the leader, with the sender', async () => {
+  const { d, forwarded } = setup({ role: 'follower' });
+  await d.handle({ id: 1, op: 'openSession', ttlMs: 5_000 } as Request, null, 'jobs');
+  await d.handle({ id: 2, op: 'keepAlive', session: 4 }, null);
+  assert.deepEqual(forwarded.map((r) => r.op), ['openSession', 'keepAlive']);
+});
+
+test('a read no leader can confirm is UNAVAILABLE with a hint where the leader is', async () => {
+  const { d } = setup({ role: 'follower', readFails: true });
+  const a = await d.handle({ id: 1, op: 'get', name: 'x' } as Request, null);
+  assert.equal(code(a), 'UNAVAILABLE');
+  assert.deepEqual(a.ok ? null : a.error.leaderHint, { id: 'n2', clientUrl: 'ws://127.0.0.1:7002' });
+});
+
+test('an op nobody knows is UNKNOWN_OP', async () => {
+  const { d } = setup({ role: 'leader' });
+  assert.equal(code(await d.handle({ id: 1, op: 'frobnicate' } as unknown as Request, null)), 'UNKNOWN_OP');
+});
