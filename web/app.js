@@ -260,7 +260,17 @@ function addEvents(events) {
     ...state.events
       .slice()
       .reverse()
-      .map((e) => el('li', { class: `ev ev-${e.kind}`, 'data-kind': e.kind }, el('time', {}, fmtTime(e.at)), ' ', e.text)),
+      .map((e) =>
+        el(
+          'li',
+          { class: `ev ev-${e.kind}${e.replayed ? ' ev-replayed' : ''}`, 'data-kind': e.kind, 'data-replayed': e.replayed ? 'true' : null },
+          el('time', {}, fmtTime(e.at)),
+          ' ',
+          e.text,
+          // Re-applied from the node's own log at start-up: the time is the replay's.
+          e.replayed ? el('span', { class: 'tag', title: 'replayed from the log when this node started; the time is the replay\'s' }, 'replayed') : '',
+        ),
+      ),
   );
 }
 

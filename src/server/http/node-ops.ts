@@ -43,6 +43,8 @@ export class NodeOps {
   readonly events = new RecentEvents();
   private readonly rtt: PeerRtt;
   private readonly lockTiming: LockTiming;
+  /** The last index of the log on disk when the node started: entries up to it are replays. */
+  private readonly replayedUpTo: number;
   private readonly sse = new SseHub();
   private readonly cluster: ClusterView;
   private readonly log: Logger;
@@ -62,6 +64,7 @@ export class NodeOps {
   constructor(private readonly opts: NodeOpsOptions) {
     const n = opts.node;
     this.log = opts.logger.child({ component: 'ops-http' });
+    this.replayedUpTo = n.raft.log.lastIndex();
     this.lockTiming = new LockTiming({ onLockWait: (s) => this.metrics.onLockWait(s), onLockHold: (s) => this.metrics.onLockHold(s) });
     this.rtt = new PeerRtt(
       () => performance.now(),
@@ -157,7 +160,7 @@ export class NodeOps {
     this.lockTiming.onEvent(ev, Date.now(), this.lastRole === 'leader');
     if (ev.type === 'kvChanged') return;
     this.locksDirty = true;
-    const e = this.events.fromMachine(ev, index, Date.now());
+    const e = this.events.fromMachine(ev, index, Date.now(), index <= this.replayedUpTo);
     if (e) this.record(e);
   }
 

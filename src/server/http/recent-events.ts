@@ -32,6 +32,9 @@ export interface RecentEvent {
   readonly token: number | null;
   /** One line for people. */
   readonly text: string;
+  /** Applied while the node replayed its own log at start-up: `at` is the replay's time,
+   *  not when it first happened (the page marks it). */
+  readonly replayed: boolean;
 }
 
 export const DEFAULT_RECENT_EVENTS = 500;
@@ -39,11 +42,22 @@ export const DEFAULT_RECENT_EVENTS = 500;
 export class RecentEvents {
   private readonly ring: RecentEvent[] = [];
   private nextSeq = 1;
+  private replaying = false;
 
   constructor(private readonly capacity = DEFAULT_RECENT_EVENTS) {}
 
-  /** Record a machine event; null for the kinds not worth showing (kv writes). */
-  fromMachine(ev: MachineEvent, index: number, at: number): RecentEvent | null {
+  /** Record a machine event; null for the kinds not worth showing (kv writes). `replayed`:
+   *  the entry was in this node's log when it started (it is being re-applied). */
+  fromMachine(ev: MachineEvent, index: number, at: number, replayed = false): RecentEvent | null {
+    this.replaying = replayed;
+    try {
+      return this.describe(ev, index, at);
+    } finally {
+      this.replaying = false;
+    }
+  }
+
+  private describe(ev: MachineEvent, index: number, at: number): RecentEvent | null {
     switch (ev.type) {
       case 'granted':
         return this.add(at, 'granted', index, ev.name, ev.session, ev.token, `${ev.name} granted to session ${ev.session} (${ev.mode}, token ${ev.token})`);
@@ -99,7 +113,7 @@ export class RecentEvents {
     token: number | null,
     text: string,
   ): RecentEvent {
-    const e: RecentEvent = { seq: this.nextSeq++, at, kind, index, name, session, token, text };
+    const e: RecentEvent = { seq: this.nextSeq++, at, kind, index, name, session, token, text, replayed: this.replaying };
     this.ring.push(e);
     // Drop in chunks: one splice per `capacity/4` events instead of a shift per event.
     if (this.ring.length > this.capacity + (this.capacity >> 2)) this.ring.splice(0, this.ring.length - this.capacity);
