@@ -116,9 +116,8 @@ export function unwrapSnapshot(data: Uint8Array): { machine: Uint8Array; members
   } catch (e) {
     throw new Error(`snapshot is not readable: ${(e as Error).message}`);
   }
-  if (v.v !== 1 || !(v.machine instanceof Uint8Array) || !Array.isArray(v.members)) {
-    throw new Error('snapshot has an unknown layout');
-  }
+  if (v.v !== 1) throw new Error(`snapshot layout version ${JSON.stringify(v.v)}; this build reads version 1`);
+  if (!(v.machine instanceof Uint8Array) || !Array.isArray(v.members)) throw new Error('snapshot has an unknown layout');
   // `removed` came later: a snapshot without it remembers no removals.
   const removed = Array.isArray(v.removed) ? v.removed.filter((x): x is NodeId => typeof x === 'string') : [];
   return { machine: v.machine, members: v.members as [NodeId, MemberUrls][], removed };
