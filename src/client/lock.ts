@@ -156,7 +156,7 @@ async function releaseByToken(core: ClientCore, session: Session, name: string, 
  * withdrawal before it reports anyway and withdraws in the background. Within the 100 ms
  * the deadline rule allows, with room for a busy event loop.
  */
-const WITHDRAW_GRACE_MS = 50;
+const WITHDRAW_GRACE_MS = 25;
 
 /** This client's turn on a name; handed off when a background withdrawal keeps it. */
 interface Turn {

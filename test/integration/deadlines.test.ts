@@ -21,7 +21,7 @@ describe('SDK deadlines while the leader is paused', () => {
    * A client talking to the leader, and the leader's id. It is given the leader's URL only
    * (it learns the others from the hello), as a client configured with one seed node is.
    */
-  async function clientOnLeader(options: { requestTimeoutMs?: number } = {}): Promise<{ client: LockClient; leader: string }> {
+  async function clientOnLeader(options: { requestTimeoutMs?: number; attemptTimeoutMs?: number } = {}): Promise<{ client: LockClient; leader: string }> {
     const leader = await c.waitForLeader();
     const client = await LockClient.connect({ endpoints: [c.node(leader).clientUrl], ttlMs: 10_000, ...options });
     assert.equal(client.connectedUrl, c.node(leader).clientUrl, 'the client moved to the leader');
@@ -118,6 +118,23 @@ describe('SDK deadlines while the leader is paused', () => {
       await a.close();
       await b.close();
     }
+  });
+
+  test('a silent leader is given up at the cluster pace (liveness pings), not after the attempt timeout', async () => {
+    // With a 5 s attempt timeout only the pings can move the client on: it must find the
+    // new leader and be served well before the attempt would have given up.
+    const { client, leader } = await clientOnLeader({ attemptTimeoutMs: 5_000, requestTimeoutMs: 20_000 });
+    let elapsed: number;
+    await c.signal(leader, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      await client.put('deadline/liveness', 'v');
+      elapsed = performance.now() - started;
+    } finally {
+      await c.signal(leader, 'SIGCONT');
+      await client.close().catch(() => {});
+    }
+    assert.ok(elapsed < 4_000, `served after ${Math.round(elapsed)} ms`);
   });
 
   test('put with requestTimeoutMs 1000 settles within 1.1 s', async () => {
