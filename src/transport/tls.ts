@@ -138,9 +138,18 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
   const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
   // Without an HTTP handler only WebSocket upgrades are served; a plain request is told so.
   server.on('request', (req, res) => {
-    if (opts.onHttpRequest) return opts.onHttpRequest(req, res);
-    res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
-    res.end('this port speaks WebSocket only\n');
+    if (!opts.onHttpRequest) {
+      res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
+      res.end('this port speaks WebSocket only\n');
+      return;
+    }
+    try {
+      opts.onHttpRequest(req, res);
+    } catch (err) {
+      // The handler's bug: that request fails, never the process.
+      opts.logger.error({ err }, `an HTTP request on the ${opts.what} port failed`);
+      res.destroy();
+    }
   });
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
     // Whatever goes wrong admitting one socket ends that socket, never the process.

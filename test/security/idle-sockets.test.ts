@@ -84,11 +84,11 @@ describe('idle sockets are bounded in time and number', () => {
     assert.ok(await c.status(n.id), 'the node stopped serving');
   });
 
-  test('a malformed URL on the HTTP port is a 400 and no error-level log line', async () => {
+  test('a malformed URL on the HTTP port or the client port\'s HTTP API is a 400 and no error-level log line', async () => {
     const n = c.nodes[0]!;
     const answers = await Promise.all(
-      Array.from({ length: 50 }, () => new Promise<string>((resolve) => {
-        const s = connect({ host: '127.0.0.1', port: portOf(n.httpUrl) });
+      Array.from({ length: 50 }, (_, i) => new Promise<string>((resolve) => {
+        const s = connect({ host: '127.0.0.1', port: portOf(i % 2 ? n.httpUrl : n.clientUrl) });
         let got = '';
         s.on('data', (d: Buffer) => (got += d.toString()));
         s.on('error', () => resolve(got));

@@ -49,7 +49,7 @@ export class HttpApi {
   };
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://node');
+    const url = requestUrl(req.url ?? '/');
     const method = req.method ?? 'GET';
     if (!this.takeToken(req.socket)) {
       const rps = this.opts.limits.requestsPerSecond;
@@ -105,4 +105,14 @@ function bearerToken(header: string | undefined): string | undefined {
 /** Resolves when the client goes away before its answer was sent. */
 function closed(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => res.once('close', () => resolve()));
+}
+
+/** The request target as a URL; a malformed one (`GET http://[`) is the client's error (400),
+ *  not a failure worth an error-level log line per request. */
+function requestUrl(target: string): URL {
+  try {
+    return new URL(target, 'http://node');
+  } catch {
+    throw new ApiError(400, 'INVALID_ARGUMENT', 'malformed request URL');
+  }
 }
