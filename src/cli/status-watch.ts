@@ -1,5 +1,6 @@
 // `palisade status --watch`: redraw the status table in place every interval until Ctrl-C.
 import { fetchStatus, formatStatus } from './status.js';
+import { colour, toleranceOf } from './status-command.js';
 
 /** Cursor home + clear screen: the table redraws in place instead of scrolling. */
 const CLEAR = '\x1b[H\x1b[2J';
@@ -16,7 +17,10 @@ export async function watchStatus(endpoints: readonly string[], intervalMs = 500
       if (leader !== undefined) changedAt = `  (leader ${leader ?? '-'} -> ${now ?? '-'} at ${new Date().toISOString().slice(11, 23)})`;
       leader = now;
     }
-    out.write(`${CLEAR}palisade status  ${new Date().toISOString().slice(11, 23)}  leader ${leader ?? 'none'}${changedAt}\n\n${formatStatus(rows)}\n\nCtrl-C to stop\n`);
+    const ft = toleranceOf(rows);
+    out.write(
+      `${CLEAR}palisade status  ${new Date().toISOString().slice(11, 23)}  leader ${leader ?? 'none'}${changedAt}\n\n${formatStatus(rows)}\n\n${colour(ft.text, ft.danger, out.isTTY === true)}\n\nCtrl-C to stop\n`,
+    );
     await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - started))));
   }
 }

@@ -57,5 +57,6 @@ test('palisade status --watch redraws the table in place every 500 ms', async ()
   const last = frames[frames.length - 1]!;
   assert.match(last, new RegExp(`leader ${leader}`));
   assert.match(last, /ID\s+ROLE\s+TERM/);
+  assert.match(last, /3 of 3 up: survives 1 failure/);
   for (const n of cluster.nodes) assert.match(last, new RegExp(`^${n.id}\\s+(leader|follower)`, 'm'));
 });
