@@ -256,6 +256,32 @@ describe('PeerTransport', () => {
       assert.deepEqual(a.events, []);
     });
 
+    test('a peer of another peer protocol version is refused on both sides, naming both versions', async () => {
+      const newer = PEER_PROTOCOL_VERSION + 1;
+      // A newer acceptor: the dialer refuses it.
+      const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+      servers.push(wss);
+      await new Promise((resolve) => wss.once('listening', resolve));
+      wss.on('connection', (ws) => ws.send(encodeFrame({ k: 'hello', v: newer, nonce: newNonce() })));
+      const a = await startNode('a');
+      a.t.setPeers(new Map([['b', `ws://127.0.0.1:${(wss.address() as { port: number }).port}`]]));
+      const dialerSays = new RegExp(`peer protocol ${newer}, not ${PEER_PROTOCOL_VERSION}`);
+      await waitFor('dialer refusal', () => warnings(a).some((l) => dialerSays.test(String(l.reason))));
+      // A newer dialer: the acceptor refuses it.
+      const b = await startNode('b');
+      b.t.setPeers(new Map([['a', 'ws://127.0.0.1:1']]));
+      const ws = new WebSocket(b.url);
+      ws.on('message', (data) => {
+        const hello = decodeFrame(data as Buffer) as { nonce: Uint8Array };
+        const mac = dialerMac(SECRET, hello.nonce, CLUSTER, 'a', 'b');
+        ws.send(encodeFrame({ k: 'auth', v: newer, clusterId: CLUSTER, from: 'a', to: 'b', nonce: newNonce(), mac }));
+      });
+      await new Promise<number>((resolve) => ws.once('close', (c) => resolve(c)));
+      const acceptorSays = new RegExp(`peer protocol ${newer}, expected ${PEER_PROTOCOL_VERSION}`);
+      assert.ok(warnings(b).some((l) => acceptorSays.test(String(l.reason))), JSON.stringify(warnings(b)));
+      assert.deepEqual(b.raft, []);
+    });
+
     test('a client that skips the handshake gets nothing through and is timed out', async () => {
       const b = await startNode('b', { handshakeTimeoutMs: 200 });
       b.t.setPeers(new Map([['a', 'ws://127.0.0.1:1']]));
