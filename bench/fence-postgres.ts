@@ -12,7 +12,7 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import { PostgresFence } from '../src/fence/postgres.js';
-import { poolFor, startPostgres } from '../test/fence/pg-server.js';
+import { poolFor, startPostgres } from '../test/support/postgres.js';
 
 type Mode = 'durable' | 'fast';
 type Kind = 'fenced' | 'plain';
@@ -180,7 +180,7 @@ printTable(cells);
 const stale = cells.reduce((n, c) => n + c.stale, 0);
 if (stale > 0) console.log(`\nunexpected: ${stale} fenced writes were refused as stale`);
 
-const outDir = new URL('./results/', import.meta.url);
+const outDir = new URL('./results', import.meta.url);
 mkdirSync(outDir, { recursive: true });
 const outFile = new URL('fence-postgres.json', outDir);
 writeFileSync(

@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { LockClient, type Lock } from '../src/client/index.js';
-import { TestCluster } from '../test/integration/cluster-harness.js';
+import { TestCluster } from '../test/support/cluster.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -138,7 +138,7 @@ console.log(`\n${table(cells)}`);
 const loadNote = `load average ${loadBefore[0]!.toFixed(1)} before, ${loadAfter[0]!.toFixed(1)} after, on ${cpus().length} CPUs`;
 console.log(`\n${loadNote}${loadBefore[0]! > cpus().length ? ' — the machine was busy: expect noisy figures' : ''}`);
 
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+mkdirSync(new URL('./results', import.meta.url), { recursive: true });
 const out = new URL('./results/fenced-put.json', import.meta.url);
 writeFileSync(
   out,

@@ -15,8 +15,8 @@ import WebSocket from 'ws';
 import { ClientServer } from '../src/transport/client-server.js';
 import { encodeFrame } from '../src/transport/codec.js';
 import { PeerTransport } from '../src/transport/peer.js';
-import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS, type FuzzStats } from '../test/security/fuzz-targets.js';
-import { dialAsPeer } from '../test/security/peer-dialer.js';
+import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS, type FuzzStats } from '../test/support/fuzz-targets.js';
+import { dialAsPeer } from '../test/support/peer-dialer.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -243,7 +243,7 @@ process.stdout.write(
 );
 for (const r of rows) if (r.failure) process.stdout.write(`\n${r.target}:\n${r.failure}\n`);
 
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+mkdirSync(new URL('./results', import.meta.url), { recursive: true });
 writeFileSync(
   new URL('./results/fuzz.json', import.meta.url),
   JSON.stringify(

@@ -5,7 +5,7 @@
 //   node --import tsx bench/http-vs-ws.ts [cycles]
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'node:http';
-import { RawClient } from '../test/integration/raw-client.js';
+import { RawClient } from '../test/support/raw-client.js';
 import { BenchCluster } from './cluster.js';
 
 const cycles = Number(process.argv[2] ?? 300);

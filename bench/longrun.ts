@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { LockClient } from '../src/client/index.js';
 import { rpc } from '../src/transport/rpc.js';
 import type { MemberInfo, NodeStatus } from '../src/transport/client-protocol.js';
-import { TestCluster, until } from '../test/integration/cluster-harness.js';
+import { TestCluster, until } from '../test/support/cluster.js';
 import { SessionPool } from './lib/session-pool.js';
 import { rssBytesOf } from './lib/node-sampler.js';
 import { ensureBuilt } from './build-check.js';

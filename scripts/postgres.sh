@@ -21,7 +21,7 @@ case "${1:-}" in
     fi
     ;;
   serve)
-    exec node --import tsx test/fence/pg-server.ts
+    exec node --import tsx test/support/postgres.ts
     ;;
   *)
     echo "usage: $0 ensure|serve" >&2

@@ -1,7 +1,7 @@
 // The nemesis's plan is what makes a failing seed replay: same seed, same faults.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Prng } from '../sim/prng.js';
+import { Prng } from '../support/prng.js';
 import { bridge, cutBetween, FAULT_KINDS, oneWay, planFaults, splitHalves } from './nemesis.js';
 
 const IDS3 = ['n1', 'n2', 'n3'];

@@ -6,7 +6,7 @@
 //
 // Faults run one at a time: a quiet gap, a fault, its heal, the next gap. Each start and
 // end is logged (with its targets) into the history on the run's clock.
-import { Prng } from '../sim/prng.js';
+import { Prng } from '../support/prng.js';
 import type { ChaosCluster } from './cluster.js';
 import { edge, type Edge } from './proxy.js';
 

@@ -14,7 +14,7 @@ import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { check, formatReport } from './checker/index.js';
-import { CLI, ROOT } from '../integration/cluster-harness.js';
+import { CLI, ROOT } from '../support/cluster.js';
 import { FAULT_KINDS, type FaultKind } from './nemesis.js';
 import { readRunHistory } from './recorder.js';
 import { replayCommand, runOnce, type RunResult } from './single-run.js';

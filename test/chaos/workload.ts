@@ -19,7 +19,7 @@
 // - Actions never hold two things: acquire, use, release; then the next action.
 import { LockClient, PalisadeError, type Leadership, type Lock } from '../../src/client/index.js';
 import type { OpType, Outcome, SessionId } from './checker/index.js';
-import { Prng } from '../sim/prng.js';
+import { Prng } from '../support/prng.js';
 import type { FencedWriteResult, Invocation, OperationResult, WorkerConfig } from './protocol.js';
 
 /** How a worker reaches the harness (IPC in worker.ts). */

@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { CLI, TestCluster } from '../integration/cluster-harness.js';
+import { CLI, TestCluster } from '../support/cluster.js';
 import { LockClient } from '../../src/client/index.js';
 import { PostgresFence } from '../../src/fence/postgres.js';
 import { formatChange } from '../../src/cli/kv-commands.js';

@@ -6,8 +6,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
-import { TestCluster } from '../integration/cluster-harness.js';
-import { poolFor, usePostgres } from '../fence/pg-server.js';
+import { TestCluster } from '../support/cluster.js';
+import { poolFor, usePostgres } from '../support/postgres.js';
 import { runStory } from '../../examples/paused-holder/story.js';
 import { postgresResource } from '../../examples/paused-holder/postgres-resource.js';
 import { PostgresFence } from '../../src/fence/postgres.js';

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import pg from 'pg';
 import { FenceUnavailableError } from '../../src/fence/index.js';
 import { PostgresFence } from '../../src/fence/postgres.js';
-import { poolFor, usePostgres } from './pg-server.js';
+import { poolFor, usePostgres } from '../support/postgres.js';
 
 function unavailable(maybeCommitted = false) {
   return (e: unknown): boolean => {

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import type pg from 'pg';
 import { FenceGuard, FenceInputError, MAX_TOKEN, StaleTokenError } from '../../src/fence/index.js';
 import { PostgresFence } from '../../src/fence/postgres.js';
-import { poolFor, usePostgres } from './pg-server.js';
+import { poolFor, usePostgres } from '../support/postgres.js';
 
 let pool: pg.Pool;
 let fence: PostgresFence;

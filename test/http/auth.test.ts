@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 
 const TOKENS = {

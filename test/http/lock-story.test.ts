@@ -3,7 +3,7 @@
 // times out leaving nothing queued, and bodies the node must refuse without going down.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 
 describe('HTTP API: sessions and locks', { timeout: 120_000 }, () => {

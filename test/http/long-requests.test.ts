@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { HTTP_REQUEST_TIMEOUT_MS } from '../../src/transport/tls.js';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 
 describe('HTTP API: long requests and the request deadline', { timeout: 60_000 }, () => {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { servedRoutes } from '../../src/server/http-api/index.js';
-import { ROOT, TestCluster } from '../integration/cluster-harness.js';
+import { ROOT, TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 
 const METHODS = ['get', 'post', 'put', 'delete', 'patch'];

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ROOT, TestCluster } from '../integration/cluster-harness.js';
+import { ROOT, TestCluster } from '../support/cluster.js';
 import { httpBase } from './http-client.js';
 
 const python = spawnSync('python3', ['-c', 'import sys; assert sys.version_info >= (3, 9)']).status === 0;

@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ROOT, TestCluster } from '../integration/cluster-harness.js';
+import { ROOT, TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 
 const tools = ['bash', 'curl', 'jq'].every((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status === 0);

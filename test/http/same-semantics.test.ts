@@ -5,8 +5,8 @@
 // re-implementation of it. Names are prefixed per transport so the runs do not meet.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { RawClient } from '../integration/raw-client.js';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { RawClient } from '../support/raw-client.js';
+import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 
 type Reply = { ok: true; result: any } | { ok: false; error: { code: string; currentToken?: number | null; currentRevision?: number } }; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -4,7 +4,7 @@
 // from its snapshot.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 
 interface SseEvent {

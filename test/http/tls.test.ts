@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { get } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 import { makePki, type TestPki } from '../security/certs.js';
 
 function httpsCall(url: string, ca: Buffer | undefined, method = 'GET', body?: string): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any

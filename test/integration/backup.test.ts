@@ -10,7 +10,7 @@ import { BACKUP_FORMAT_VERSION, BackupFormatError, decodeBackup, encodeBackup } 
 import type { BackupSummary } from '../../src/backup/summary.js';
 import { LockClient } from '../../src/client/index.js';
 import { permissionProblem } from '../../src/server/auth.js';
-import { CLI, TestCluster } from './cluster-harness.js';
+import { CLI, TestCluster } from '../support/cluster.js';
 
 const run = promisify(execFile);
 

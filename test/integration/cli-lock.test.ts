@@ -3,8 +3,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { CLI, TestCluster, sleep, until } from './cluster-harness.js';
-import { RawClient } from './raw-client.js';
+import { CLI, TestCluster, sleep, until } from '../support/cluster.js';
+import { RawClient } from '../support/raw-client.js';
 
 let c: TestCluster;
 before(async () => {

@@ -5,8 +5,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { CLI, TestCluster, until } from './cluster-harness.js';
-import { RawClient } from './raw-client.js';
+import { CLI, TestCluster, until } from '../support/cluster.js';
+import { RawClient } from '../support/raw-client.js';
 
 let c: TestCluster;
 let raw: RawClient;

@@ -5,7 +5,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { CLI, TestCluster, until } from './cluster-harness.js';
+import { CLI, TestCluster, until } from '../support/cluster.js';
 import { makePki } from '../security/certs.js';
 
 const clusters: TestCluster[] = [];

@@ -1,8 +1,8 @@
 // A real 3-node cluster: separate `palisade serve` processes, LevelDB, ws on 127.0.0.1.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster, until } from './cluster-harness.js';
-import { RawClient, RawSession } from './raw-client.js';
+import { TestCluster, until } from '../support/cluster.js';
+import { RawClient, RawSession } from '../support/raw-client.js';
 
 async function followerOf(c: TestCluster, leader: string): Promise<string> {
   return c.nodes.find((n) => n.id !== leader)!.id;

@@ -5,7 +5,7 @@
 // the paused leader may apply later is withdrawn by the SDK.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster, until } from './cluster-harness.js';
+import { TestCluster, until } from '../support/cluster.js';
 import { LockClient, LockTimeoutError, TimeoutError, UnavailableError } from '../../src/client/index.js';
 
 const BOUND_MS = 100;

@@ -6,8 +6,8 @@ import WebSocket from 'ws';
 import { pino } from 'pino';
 import { PeerTransport } from '../../src/transport/peer.js';
 import { encodeFrame } from '../../src/transport/codec.js';
-import { TestCluster, sleep } from './cluster-harness.js';
-import { RawClient, RawSession } from './raw-client.js';
+import { TestCluster, sleep } from '../support/cluster.js';
+import { RawClient, RawSession } from '../support/raw-client.js';
 
 function rawSocket(url: string): Promise<WebSocket> {
   const ws = new WebSocket(url);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { CLI, TestCluster, freePort, until } from './cluster-harness.js';
+import { CLI, TestCluster, freePort, until } from '../support/cluster.js';
 
 interface Served {
   readonly output: () => string;

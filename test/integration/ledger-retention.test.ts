@@ -2,8 +2,8 @@
 // `done` until then, and is forgotten afterwards (a new beginOp starts a new operation).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster, until } from './cluster-harness.js';
-import { RawClient, RawSession } from './raw-client.js';
+import { TestCluster, until } from '../support/cluster.js';
+import { RawClient, RawSession } from '../support/raw-client.js';
 
 let c: TestCluster;
 before(async () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { LockClient } from '../../src/client/index.js';
 import { rpc } from '../../src/transport/rpc.js';
 import type { MemberInfo, NodeStatus } from '../../src/transport/client-protocol.js';
-import { TestCluster, until } from './cluster-harness.js';
+import { TestCluster, until } from '../support/cluster.js';
 
 let c: TestCluster;
 before(async () => {

@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { rpc } from '../../src/transport/rpc.js';
 import type { NodeStatus } from '../../src/transport/client-protocol.js';
-import { TestCluster, freePort, until } from './cluster-harness.js';
+import { TestCluster, freePort, until } from '../support/cluster.js';
 
 let c: TestCluster | null = null;
 after(() => c?.stop());

@@ -6,8 +6,8 @@
 // exactly then) must be answered for the session, never with UNKNOWN_SESSION.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster } from './cluster-harness.js';
-import { RawClient, RawSession, type Reply } from './raw-client.js';
+import { TestCluster } from '../support/cluster.js';
+import { RawClient, RawSession, type Reply } from '../support/raw-client.js';
 
 const ROUNDS = 4;
 const SESSIONS = 8;

@@ -3,7 +3,7 @@
 // is already aborted by the time it can act.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster } from './cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 import { runStory } from '../../examples/paused-holder/story.js';
 
 let c: TestCluster;

@@ -10,7 +10,7 @@ import { LockClient } from '../../src/client/index.js';
 import { FencedRegister, StaleTokenError } from '../../src/fence/index.js';
 import { rpc } from '../../src/transport/rpc.js';
 import type { MemberInfo } from '../../src/transport/client-protocol.js';
-import { CLI, TestCluster, until } from './cluster-harness.js';
+import { CLI, TestCluster, until } from '../support/cluster.js';
 
 const run = promisify(execFile);
 let old: TestCluster;

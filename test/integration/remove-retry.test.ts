@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { rpc, RpcError } from '../../src/transport/rpc.js';
-import { TestCluster, until } from './cluster-harness.js';
+import { TestCluster, until } from '../support/cluster.js';
 
 let c: TestCluster;
 before(async () => {

@@ -8,8 +8,8 @@ import { Level } from 'level';
 import { entryKey } from '../../src/storage/keys.js';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { TestCluster, until } from './cluster-harness.js';
-import { RawClient, RawSession } from './raw-client.js';
+import { TestCluster, until } from '../support/cluster.js';
+import { RawClient, RawSession } from '../support/raw-client.js';
 import { rpc } from '../../src/transport/rpc.js';
 import type { MemberInfo } from '../../src/transport/client-protocol.js';
 

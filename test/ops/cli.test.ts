@@ -4,7 +4,7 @@ import { execFile, spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { rpc } from '../../src/transport/rpc.js';
-import { CLI, TestCluster } from '../integration/cluster-harness.js';
+import { CLI, TestCluster } from '../support/cluster.js';
 
 const run = promisify(execFile);
 let cluster: TestCluster;

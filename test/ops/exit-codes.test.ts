@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { CLI, TestCluster, freePort, until } from '../integration/cluster-harness.js';
-import { RawClient, RawSession } from '../integration/raw-client.js';
+import { CLI, TestCluster, freePort, until } from '../support/cluster.js';
+import { RawClient, RawSession } from '../support/raw-client.js';
 
 const FULL = 'full-access-token-0123456789';
 const JOBS = 'jobs-only-token-0123456789';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { rpc } from '../../src/transport/rpc.js';
-import { TestCluster, until } from '../integration/cluster-harness.js';
+import { TestCluster, until } from '../support/cluster.js';
 import { getJson, SseReader } from './helpers.js';
 
 const clusters: TestCluster[] = [];

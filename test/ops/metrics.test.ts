@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { rpc, RpcError } from '../../src/transport/rpc.js';
 import { LockClient } from '../../src/client/index.js';
-import { TestCluster, until } from '../integration/cluster-harness.js';
+import { TestCluster, until } from '../support/cluster.js';
 import { find, metricsOf, value, type Exposition } from './helpers.js';
 
 let cluster: TestCluster;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ROOT, TestCluster, until } from '../integration/cluster-harness.js';
+import { ROOT, TestCluster, until } from '../support/cluster.js';
 import { find, metricsOf, type Exposition } from './helpers.js';
 
 let cluster: TestCluster;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { LockClient } from '../../src/client/index.js';
-import { ROOT, TestCluster } from '../integration/cluster-harness.js';
+import { ROOT, TestCluster } from '../support/cluster.js';
 
 const CHROMIUM = process.env.PALISADE_CHROMIUM ?? '/usr/bin/chromium';
 const ARGS = [

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, TestCluster } from '../integration/cluster-harness.js';
+import { ROOT, TestCluster } from '../support/cluster.js';
 import { WireClient } from './wire-client.js';
 
 const TOKEN = 'amplification-test-token-0123456789';

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { LockClient, PermissionDeniedError, UnauthenticatedError } from '../../src/client/index.js';
 import { PeerTransport } from '../../src/transport/peer.js';
 import { loadTlsMaterial } from '../../src/transport/tls.js';
-import { CLI, TestCluster, sleep, until } from '../integration/cluster-harness.js';
+import { CLI, TestCluster, sleep, until } from '../support/cluster.js';
 import { makePki, type TestPki } from './certs.js';
 import { WireClient } from './wire-client.js';
 

@@ -8,9 +8,9 @@ import fc from 'fast-check';
 import WebSocket from 'ws';
 import { LockClient } from '../../src/client/index.js';
 import { encodeFrame } from '../../src/transport/codec.js';
-import { TestCluster, sleep } from '../integration/cluster-harness.js';
-import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS } from './fuzz-targets.js';
-import { dialAsPeer, type PeerSocket } from './peer-dialer.js';
+import { TestCluster, sleep } from '../support/cluster.js';
+import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS } from '../support/fuzz-targets.js';
+import { dialAsPeer, type PeerSocket } from '../support/peer-dialer.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);

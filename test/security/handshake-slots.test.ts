@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { encodeFrame } from '../../src/transport/codec.js';
 import { NONCE_BYTES, PEER_PROTOCOL_VERSION } from '../../src/transport/peer-handshake.js';
-import { TestCluster, sleep } from '../integration/cluster-harness.js';
+import { TestCluster, sleep } from '../support/cluster.js';
 
 /** A client websocket frame (masked with a zero key, so the payload is sent as is). */
 function maskedBinaryFrame(payload: Uint8Array): Buffer {

@@ -15,7 +15,7 @@ import { connect, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { DEFAULT_PRE_AUTH } from '../../src/transport/client-server.js';
 import { HTTP_HEADERS_TIMEOUT_MS } from '../../src/transport/tls.js';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 
 const TOKEN = 'idle-sockets-test-token-0123456789';
 

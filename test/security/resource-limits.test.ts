@@ -4,7 +4,7 @@
 // is enforced by the lock machine, and watches/observes per connection are bounded.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { TestCluster } from '../integration/cluster-harness.js';
+import { TestCluster } from '../support/cluster.js';
 import { WireClient } from './wire-client.js';
 
 const CLUSTER_CAP = 100;

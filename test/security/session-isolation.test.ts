@@ -5,8 +5,8 @@
 // the prober may not see, and the victim's session keeps working.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { TestCluster } from '../integration/cluster-harness.js';
-import type { Reply } from '../integration/raw-client.js';
+import { TestCluster } from '../support/cluster.js';
+import type { Reply } from '../support/raw-client.js';
 import { WireClient } from './wire-client.js';
 
 const TOKENS = {

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { Level } from 'level';
 import { LockClient } from '../../src/client/index.js';
 import { entryKey, HARD_STATE_KEY } from '../../src/storage/keys.js';
-import { CLI, TestCluster, freePort } from '../integration/cluster-harness.js';
+import { CLI, TestCluster, freePort } from '../support/cluster.js';
 
 function serve(configPath: string, id: string, timeoutMs = 20_000): Promise<{ code: number | null; err: string }> {
   const p = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--id', id, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { encodeFrame } from '../../src/transport/codec.js';
 import { NONCE_BYTES, PEER_PROTOCOL_VERSION } from '../../src/transport/peer-handshake.js';
-import { TestCluster } from '../integration/cluster-harness.js';
-import { RawClient } from '../integration/raw-client.js';
+import { TestCluster } from '../support/cluster.js';
+import { RawClient } from '../support/raw-client.js';
 
 const LONG = 'x'.repeat(200);
 const LONGEST = '\u20ac'.repeat(256); // 256 characters, 768 bytes of UTF-8

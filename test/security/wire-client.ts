@@ -2,7 +2,7 @@
 // for, over ws or wss (with the test's CA), with every pushed event recorded, and the close
 // code and reason the node hung up with.
 import type { ClientOptions, WebSocket } from 'ws';
-import { RawClient, type Reply } from '../integration/raw-client.js';
+import { RawClient, type Reply } from '../support/raw-client.js';
 
 export class WireClient extends RawClient {
   closeCode: number | null = null;

@@ -9,7 +9,7 @@
 //               log than it acknowledged or no data; protected: it refuses to start
 import { DEFAULT_STEPS, nodesFor, replayCommand, runSeed, type PlantedBug, type SimResult } from './cluster.js';
 import { repairScenario } from './diverge.js';
-import { Prng } from './prng.js';
+import { Prng } from '../support/prng.js';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);

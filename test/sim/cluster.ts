@@ -7,7 +7,7 @@ import { decodeConfChange, RaftNode, ReadyPlanner, type ReadyPlan } from '../../
 import type { ConfChange, ConfState, Entry, Message, NodeId, RaftConfig, Ready, Snapshot } from '../../src/raft/index.js';
 import { Checker, Violation } from './checker.js';
 import { EventHeap } from './heap.js';
-import { Prng } from './prng.js';
+import { Prng } from '../support/prng.js';
 import { entryKey, StateMachine, Store } from './state.js';
 
 /** Virtual milliseconds per tick. */

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runSeed } from './cluster.js';
 import { Checker, Violation } from './checker.js';
-import { Prng } from './prng.js';
+import { Prng } from '../support/prng.js';
 import { RaftNode } from '../../src/raft/index.js';
 import type { Entry } from '../../src/raft/index.js';
 

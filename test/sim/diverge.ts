@@ -4,7 +4,7 @@
 // a whole term per round trip, so a few rejections repair even a long divergent suffix.
 import { MiniCluster, entries } from '../raft/harness.js';
 import type { Entry } from '../../src/raft/index.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 
 export interface RepairResult {
   rejections: number;

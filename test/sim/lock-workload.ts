@@ -15,7 +15,7 @@ import {
   type MachineConfig,
 } from '../../src/lockfsm/index.js';
 import type { Universe } from '../lockfsm/checker.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 
 /** The names every command draws from: few, so that clients contend. */
 export const LOCK_UNIVERSE: Universe = {

@@ -1,7 +1,7 @@
 // What every harness that runs real `palisade serve` processes needs, written once: free
 // ports, starting a node with its log in a file, waiting until its client port answers,
 // stopping it, and reading an agreed leader off the nodes' statuses. The integration
-// harness (test/integration/cluster-harness.ts), the chaos cluster (test/chaos/cluster.ts)
+// harness (test/support/cluster.ts), the chaos cluster (test/chaos/cluster.ts)
 // and the bench cluster (bench/cluster.ts) differ only in the configs they write.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';

@@ -18,8 +18,8 @@ import { decodeMeta, encodeValue } from '../../src/storage/records.js';
 import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 import { rpc } from '../../src/transport/rpc.js';
 import { isRequestError, parseRequest } from '../../src/transport/validate.js';
-import { TestCluster } from '../integration/cluster-harness.js';
-import { RawClient } from '../integration/raw-client.js';
+import { TestCluster } from '../support/cluster.js';
+import { RawClient } from '../support/raw-client.js';
 import { FIXTURE_CLUSTER_ID, SESSION_SCRIPT } from '../fixtures/session-script.js';
 
 const V1 = join(import.meta.dirname, '../fixtures/v1');

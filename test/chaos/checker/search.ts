@@ -37,7 +37,7 @@
 // Dropping an operation never changes what earlier calls in the list could do, so after
 // a drop the scan continues where it was instead of restarting at the head.
 
-import { mulberry32 } from '../../sim/prng.js';
+import { mulberry32 } from '../../support/prng.js';
 import type { Model, PendingView } from './model.js';
 
 export interface SearchOp<O> {

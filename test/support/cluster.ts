@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rpc, type RpcCredentials } from '../../src/transport/rpc.js';
 import type { NodeStatus } from '../../src/transport/client-protocol.js';
-import { agreedLeader, freePort, logTail, signalNode, sleep, startNode } from '../support/node-process.js';
+import { agreedLeader, freePort, logTail, signalNode, sleep, startNode } from './node-process.js';
 
-export { CLI, ROOT, freePort, sleep, until } from '../support/node-process.js';
+export { CLI, ROOT, freePort, sleep, until } from './node-process.js';
 
 export interface HarnessOptions {
   nodes?: number;

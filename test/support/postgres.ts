@@ -8,11 +8,12 @@
 //
 // or, in a node:test file or suite, `const db = usePostgres({ setup, teardown })`.
 //
-// Run directly (`node --import tsx test/fence/pg-server.ts`, or scripts/postgres.sh serve)
+// Run directly (`node --import tsx test/support/postgres.ts`, or scripts/postgres.sh serve)
 // it starts one, prints its connection string and keeps it until Ctrl-C.
+import { freePort } from './node-process.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
-import { createServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -106,18 +107,6 @@ function serverAccount(): Account | null {
     return { name, uid: Number(uid), gid: Number(gid) };
   }
   throw new Error('running as root, but neither a "postgres" nor a "nobody" account exists to run PostgreSQL as');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 // Servers still running when the process exits (a test that threw before its cleanup):
