@@ -4,7 +4,7 @@
 //                                                    # written inside PostgresFence.write
 // (`scripts/postgres.sh serve` starts a throwaway PostgreSQL and prints its URL.)
 import { existsSync } from 'node:fs';
-import { loadConfig } from '../../src/server/config.js';
+import { loadConfig } from '../../src/config/cluster-config.js';
 import type { FencedResource } from './resource.js';
 import { runStory } from './story.js';
 

@@ -1,7 +1,7 @@
 // The payment story against the local cluster (start it with `npm start`):
 //   node --import tsx examples/payment/demo.ts
 import { existsSync } from 'node:fs';
-import { loadConfig } from '../../src/server/config.js';
+import { loadConfig } from '../../src/config/cluster-config.js';
 import { runPaymentStory } from './story.js';
 
 const endpoints = process.env.PALISADE_ENDPOINTS?.split(',') ??

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type ClusterConfig } from '../server/config.js';
+import { loadConfig, type ClusterConfig } from '../config/cluster-config.js';
 import { fetchStatus, formatStatus, type StatusRow } from './status.js';
 import { credentialsForConfig, rpcCredentials } from './credentials.js';
 import { failureLines, logOffset } from './node-log.js';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { ClientTlsOptions, LockClientOptions } from '../client/index.js';
-import type { ClusterConfig } from '../server/config.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 import type { RpcCredentials } from '../transport/rpc.js';
 
 export interface CliCredentials {

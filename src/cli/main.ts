@@ -1,7 +1,7 @@
 // The `palisade` command.
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { existsSync } from 'node:fs';
-import { loadConfig } from '../server/config.js';
+import { loadConfig } from '../config/cluster-config.js';
 import { EXIT, UsageError, exitCodeFor } from './exit-codes.js';
 import { interrupted } from './interrupt.js';
 import { registerAdminCommands } from './admin-commands.js';

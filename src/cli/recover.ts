@@ -5,8 +5,8 @@ import { resolve } from 'node:path';
 import { checkEmptyDir, writeNewMember } from '../backup/new-cluster.js';
 import { readSurvivor } from '../backup/survivor.js';
 import { tokenFloor } from '../backup/token-floor.js';
-import { loadConfig, nodeById } from '../server/config.js';
-import { machineConfigFrom } from '../server/defaults.js';
+import { loadConfig, nodeById } from '../config/cluster-config.js';
+import { machineConfigFrom } from '../config/defaults.js';
 
 export interface RecoverOptions {
   readonly from: string;

@@ -4,7 +4,7 @@ import { readBackupFile } from '../backup/file.js';
 import { checkEmptyDir, writeNewMember } from '../backup/new-cluster.js';
 import { restoreMachine, summarize } from '../backup/summary.js';
 import { tokenFloor } from '../backup/token-floor.js';
-import { loadConfig, nodeById } from '../server/config.js';
+import { loadConfig, nodeById } from '../config/cluster-config.js';
 
 export interface RestoreOptions {
   readonly config: string;

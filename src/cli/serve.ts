@@ -1,6 +1,6 @@
 // `palisade serve`: run one node until SIGTERM/SIGINT.
 import { pino } from 'pino';
-import { loadConfig, nodeById } from '../server/config.js';
+import { loadConfig, nodeById } from '../config/cluster-config.js';
 import { secureDataDir } from '../server/data-dir.js';
 import { exposureProblems } from '../server/exposure.js';
 import { PalisadeNode } from '../server/node.js';

@@ -1,7 +1,7 @@
 // `palisade status`: the node table, with unreachable nodes named by their ids, a line saying
 // what failure the cluster can still take, and a non-zero exit when no node answers.
 import { existsSync } from 'node:fs';
-import { loadConfig } from '../server/config.js';
+import { loadConfig } from '../config/cluster-config.js';
 import { PROTOCOL_VERSION, type HelloResult } from '../transport/client-protocol.js';
 import { EXIT } from './exit-codes.js';
 import { faultTolerance, type Danger, type FaultTolerance } from './quorum.js';

@@ -4,7 +4,7 @@
 // it does not cover (sessions are capabilities: see there).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { WRITE_OPS, type Request, type ServerEvent, type WireError } from '../transport/client-protocol.js';
-import type { TokenConfig } from './config.js';
+import type { TokenConfig } from '../config/cluster-config.js';
 import type { MachineView } from './limits.js';
 
 /** An authenticated client identity: a token's name and its rights, never the token. */

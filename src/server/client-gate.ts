@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { Request, ServerEvent, WireError } from '../transport/client-protocol.js';
 import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
-import type { ClusterConfig } from './config.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';

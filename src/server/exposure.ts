@@ -4,8 +4,8 @@
 // the network. The node then stops with a message that says what to configure, unless the
 // operator passes `palisade serve --allow-insecure` (docs/security.md).
 import { isIP } from 'node:net';
-import type { ClusterConfig, NodeConfig } from './config.js';
-import { parseWsUrl } from './config.js';
+import type { ClusterConfig, NodeConfig } from '../config/cluster-config.js';
+import { parseWsUrl } from '../config/cluster-config.js';
 
 /** The secret of the shipped cluster.config.json: public, so no secret at all. */
 export const PUBLISHED_SECRET = 'palisade-local-development-secret-change-me';

@@ -4,7 +4,7 @@
 // proposals never commit. Depends on the node through LeaderCore only.
 import type { Logger } from 'pino';
 import { encodeCommand, type Command, type LockMachine, type MachineConfig, type MachineEvent } from '../lockfsm/index.js';
-import type { ClusterConfig } from './config.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 
 /** The node as the leader's timers see it. */

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { ConfChange, RaftNode } from '../raft/index.js';
 import type { MemberInfo, Request } from '../transport/client-protocol.js';
-import { parseWsUrl } from './config.js';
+import { parseWsUrl } from '../config/cluster-config.js';
 import { encodeMemberContext, type MemberDirectory } from './members.js';
 import { ProposalLost, ProposalTimeout, type ProposalTracker } from './proposals.js';
 import { fail, type Answer } from './wire.js';

@@ -1,7 +1,7 @@
 // The certificates of one node's ports, from the config's `tls` section. Paths may hold
 // "{id}" for the node's id, so one config file serves every node with its own certificate.
 import { loadTlsMaterial, type TlsMaterial } from '../transport/tls.js';
-import type { ClusterConfig, TlsFilesConfig } from './config.js';
+import type { ClusterConfig, TlsFilesConfig } from '../config/cluster-config.js';
 
 function material(files: TlsFilesConfig | null, id: string, field: string): { tls?: TlsMaterial } {
   if (!files) return {};

@@ -10,7 +10,7 @@ import type { NodeId, RaftNode } from '../raft/index.js';
 import type { NodeStatus, Request, WireError } from '../transport/client-protocol.js';
 import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
 import type { ConnectionGate } from './client-gate.js';
-import type { ClusterConfig } from './config.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 import type { Forwarder } from './forwarding.js';
 import type { NodeOps } from './http/index.js';
 import type { LeaseKeeper } from './lease-keeper.js';

@@ -14,9 +14,9 @@ function loaded(args: string[]): string[] {
   return r.stderr.split('\n').filter((l) => l.startsWith('LOADED ')).map((l) => l.slice(7));
 }
 
-// The CLI reads the config file (server/config.js with its defaults, server/defaults.js and
-// the lock machine's bounds, lockfsm/config.js: small modules without imports of their own).
-const SERVER = /\/dist\/(server\/(?!(config|defaults)\.js)|storage\/|raft\/|lockfsm\/(?!config\.js))|\/node_modules\/(level|classic-level|prom-client|pino)\//;
+// The CLI reads the config file (src/config, outside the server) and, for its defaults, the
+// lock machine's bounds (lockfsm/config.js: a small module without imports of its own).
+const SERVER = /\/dist\/(server\/|storage\/|raft\/|lockfsm\/(?!config\.js))|\/node_modules\/(level|classic-level|prom-client|pino)\//;
 
 for (const args of [['--help'], ['lock', '--help'], ['status', '--endpoints', 'ws://127.0.0.1:1', '--json'], ['kv', 'get', 'k', '--endpoints', 'ws://127.0.0.1:1']]) {
   test(`palisade ${args.join(' ')} loads no server code`, () => {

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { sessionOwnerProblem } from '../../src/server/session-owner.js';
 import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, touchedNames, type Principal } from '../../src/server/auth.js';
 import { ClientGate } from '../../src/server/client-gate.js';
-import { ConfigError, validateConfig, type ClusterConfig } from '../../src/server/config.js';
+import { ConfigError, validateConfig, type ClusterConfig } from '../../src/config/cluster-config.js';
 import { acquireLimitProblem, type MachineView } from '../../src/server/limits.js';
 import { OPS, type Request } from '../../src/transport/client-protocol.js';
 import { TokenBucket } from '../../src/transport/rate-limit.js';

@@ -1,4 +1,4 @@
-// Defaults live in one module (src/server/defaults.ts) and satisfy the config's own rules
+// Defaults live in one module (src/config/defaults.ts) and satisfy the config's own rules
 // (issue 18, finding 11): a config with only clusterId, secret and nodes validates and a
 // real node starts from it; the lock machine, the server and the SDK agree on lock-delay,
 // TTL bounds and the session TTL.
@@ -10,8 +10,8 @@ import { after, describe, test } from 'node:test';
 import { DEFAULT_TTL_MS } from '../../src/client/client.js';
 import { LockClient } from '../../src/client/index.js';
 import { DEFAULT_MACHINE_CONFIG, LockMachine, checkMachineConfig } from '../../src/lockfsm/index.js';
-import { ConfigError, validateConfig } from '../../src/server/config.js';
-import { DEFAULT_SESSION_TTL_MS, machineConfigFrom } from '../../src/server/defaults.js';
+import { ConfigError, validateConfig } from '../../src/config/cluster-config.js';
+import { DEFAULT_SESSION_TTL_MS, machineConfigFrom } from '../../src/config/defaults.js';
 import { freePorts, signalNode, startNode } from '../support/node-process.js';
 
 const MINIMAL = {

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { DEFAULT_MACHINE_CONFIG, LockMachine } from '../../src/lockfsm/index.js';
 import type { RaftNode } from '../../src/raft/index.js';
-import { validateConfig } from '../../src/server/config.js';
+import { validateConfig } from '../../src/config/cluster-config.js';
 import type { Forwarder } from '../../src/server/forwarding.js';
 import { LeaseKeeper } from '../../src/server/lease-keeper.js';
 import { MemberDirectory } from '../../src/server/members.js';

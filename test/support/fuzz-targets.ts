@@ -9,7 +9,7 @@ import { SnapshotError } from '../../src/lockfsm/index.js';
 import type { Command } from '../../src/lockfsm/types.js';
 import type { Message } from '../../src/raft/types.js';
 import { ClientGate } from '../../src/server/client-gate.js';
-import { ConfigError, validateConfig } from '../../src/server/config.js';
+import { ConfigError, validateConfig } from '../../src/config/cluster-config.js';
 import { CorruptValue, decodeEntry, decodeHardState, decodeMeta, decodeSnapshot, encodeEntry, encodeHardState, encodeMeta, encodeSnapshot } from '../../src/storage/records.js';
 import type { ServerFrame } from '../../src/transport/client-protocol.js';
 import { FrameError, decodeFrame, encodeFrame } from '../../src/transport/codec.js';

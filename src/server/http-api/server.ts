@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { PROTOCOL_VERSION, type Request } from '../../transport/client-protocol.js';
 import { TokenBucket } from '../../transport/rate-limit.js';
 import { isRequestError, parseRequest } from '../../transport/validate.js';
-import type { ClientLimitsConfig } from '../config.js';
+import type { ClientLimitsConfig } from '../../config/cluster-config.js';
 import type { ApiNode } from './api-node.js';
 import { readJsonBody } from './body.js';
 import { ApiError, sendError, sendJson } from './errors.js';

@@ -2,7 +2,7 @@
 // GET /api/status over the peers' HTTP ports. The node aggregates (rather than the browser
 // asking every node) so that the page needs to reach only one node, needs no CORS, and
 // shows an unreachable peer as such instead of as a browser network error.
-import type { ClusterConfig } from '../config.js';
+import type { ClusterConfig } from '../../config/cluster-config.js';
 import type { NodeStatusJson } from './node-view.js';
 
 export interface ClusterNodeJson {

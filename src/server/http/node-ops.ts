@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { MachineEvent } from '../../lockfsm/index.js';
 import type { Message } from '../../raft/index.js';
 import { boundHttpTimes } from '../../transport/tls.js';
-import { parseHttpUrl } from '../config.js';
+import { parseHttpUrl } from '../../config/cluster-config.js';
 import { NodeMetrics, type ProposalOutcome } from '../metrics.js';
 import { ProposalLost, ProposalTimeout } from '../proposals.js';
 import { ClusterView, type ClusterJson } from './cluster-view.js';

@@ -6,7 +6,7 @@ import type { LockInfo, LockMachine, MachineStats, SessionLease } from '../../lo
 import type { RaftNode } from '../../raft/index.js';
 import type { RaftStorage, StorageStats } from '../../storage/index.js';
 import type { ClientServer } from '../../transport/client-server.js';
-import type { ClusterConfig } from '../config.js';
+import type { ClusterConfig } from '../../config/cluster-config.js';
 import type { ClientCounts, MetricsSource, NodeRole, PeerProgress, RaftView } from '../metrics.js';
 import type { PeerRtt } from './peer-rtt.js';
 import type { HealthNotes } from '../health-notes.js';

@@ -4,7 +4,7 @@
 // defaults that depend on another setting are functions of it, so that every default
 // passes the validator's rules (config.ts) whatever else the file sets.
 import { DEFAULT_MACHINE_CONFIG, type MachineConfig } from '../lockfsm/config.js';
-import type { ClientLimitsConfig, ClusterConfig, LedgerSettings, RaftTiming, SnapshotSettings } from './config.js';
+import type { ClientLimitsConfig, ClusterConfig, LedgerSettings, RaftTiming, SnapshotSettings } from './cluster-config.js';
 
 export const DEFAULT_RAFT: RaftTiming = Object.freeze({ tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 });
 
