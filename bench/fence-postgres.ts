@@ -180,7 +180,7 @@ printTable(cells);
 const stale = cells.reduce((n, c) => n + c.stale, 0);
 if (stale > 0) console.log(`\nunexpected: ${stale} fenced writes were refused as stale`);
 
-const outDir = new URL('./results', import.meta.url);
+const outDir = new URL('./results/', import.meta.url);
 mkdirSync(outDir, { recursive: true });
 const outFile = new URL('fence-postgres.json', outDir);
 writeFileSync(

@@ -138,7 +138,7 @@ console.log(`\n${table(cells)}`);
 const loadNote = `load average ${loadBefore[0]!.toFixed(1)} before, ${loadAfter[0]!.toFixed(1)} after, on ${cpus().length} CPUs`;
 console.log(`\n${loadNote}${loadBefore[0]! > cpus().length ? ' — the machine was busy: expect noisy figures' : ''}`);
 
-mkdirSync(new URL('./results', import.meta.url), { recursive: true });
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 const out = new URL('./results/fenced-put.json', import.meta.url);
 writeFileSync(
   out,

@@ -243,7 +243,7 @@ process.stdout.write(
 );
 for (const r of rows) if (r.failure) process.stdout.write(`\n${r.target}:\n${r.failure}\n`);
 
-mkdirSync(new URL('./results', import.meta.url), { recursive: true });
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(
   new URL('./results/fuzz.json', import.meta.url),
   JSON.stringify(

@@ -323,7 +323,7 @@ function main(): void {
     stats,
     outcomes: Object.fromEntries(outcomes),
   };
-  mkdirSync(new URL('./results', import.meta.url), { recursive: true });
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/lockfsm-apply.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');
   if (!identical || !restoredIdentical) {
     console.error('the replica diverged: the machine is not deterministic');

@@ -58,9 +58,16 @@ function fmtMs(ms) {
   return ms < 10 ? `${ms.toFixed(1)} ms` : `${Math.round(ms)} ms`;
 }
 
-function fmtTtl(ms) {
-  if (ms === null || ms === undefined) return '—';
-  return ms % 1000 === 0 ? `ttl ${ms / 1000} s` : `ttl ${(ms / 1000).toFixed(1)} s`;
+function fmtSeconds(ms) {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** The leader knows the time left and how long a holder has held; other nodes show the TTL. */
+function fmtHold(h) {
+  const ttl = h.ttlMs === null || h.ttlMs === undefined ? '—' : `ttl ${fmtSeconds(h.ttlMs)}`;
+  const left = h.ttlLeftMs === null || h.ttlLeftMs === undefined ? '' : `, ${fmtSeconds(h.ttlLeftMs)} left`;
+  const held = h.heldForMs === null || h.heldForMs === undefined ? '' : `held ${fmtSeconds(h.heldForMs)}, `;
+  return `${held}${ttl}${left}`;
 }
 
 // ---- nodes ----------------------------------------------------------------------------
@@ -193,7 +200,7 @@ function renderLocks(page) {
           ...(holders.length ? holders.flatMap((h, i) => [i ? ', ' : '', String(h.session), h.label ? el('span', { class: 'label' }, ` (${h.label})`) : '']) : ['—']),
         ),
         el('td', { class: 'num token', 'data-testid': 'token' }, holders.length ? holders.map((h) => h.token).join(', ') : '—'),
-        td(holders.length ? [...new Set(holders.map((h) => fmtTtl(h.ttlMs)))].join(', ') : '—'),
+        td(holders.length ? holders.map(fmtHold).join('; ') : '—'),
         td(waiters),
         td(lockState(l), l.delayed ? 'warn' : ''),
       );

@@ -75,6 +75,13 @@ export class LeaseKeeper {
     return l.ttlMs;
   }
 
+  /** Time left on the leader's deadline for `session` (ms, not below 0); null when this
+   *  node keeps no deadlines (not leading) or does not know the session. */
+  remainingMs(session: number, now: number): number | null {
+    const l = this.leases.get(session);
+    return this.active && l ? Math.max(0, l.deadline - now) : null;
+  }
+
   has(session: number): boolean {
     return this.leases.has(session);
   }

@@ -49,6 +49,11 @@ export class LockTiming {
     if (this.queuedAt.size + this.grantedAt.size > MAX_TRACKED) this.clear();
   }
 
+  /** When (this timer's ms) `session` was granted `name`, if this node saw it as leader. */
+  heldSince(session: number, name: string): number | null {
+    return this.grantedAt.get(key(session, name)) ?? null;
+  }
+
   private clear(): void {
     this.queuedAt.clear();
     this.grantedAt.clear();

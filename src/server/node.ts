@@ -299,7 +299,7 @@ export class PalisadeNode {
       this.ops = new NodeOps({
         httpUrl: this.self.httpUrl,
         logger: this.log,
-        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health },
+        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.now()) },
       });
       await this.ops.start();
     }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const dir = new URL('../../src/lockfsm', import.meta.url).pathname;
+const dir = new URL('../../src/lockfsm/', import.meta.url).pathname;
 const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
 
 /** Source without comments, so prose may mention what the code must not use. */

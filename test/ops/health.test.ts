@@ -98,6 +98,14 @@ test('status API: cluster view, lock pages, errors, and live events within a sec
   assert.deepEqual(page.body.rows.map((r) => r.name), ['page/2', 'page/3', 'page/4']);
   assert.equal(page.body.rows[0]!.holders[0]!.ttlMs, 30_000);
   assert.equal(page.body.rows[0]!.holders[0]!.label, 'page-writer', 'the label the client gave its session');
+  // Only the leader keeps lease deadlines and saw the grants: a follower says it does not know.
+  type Holder = { ttlMs: number; ttlLeftMs: number | null; heldForMs: number | null };
+  const onFollower = page.body.rows[0]!.holders[0]! as unknown as Holder;
+  assert.equal(onFollower.ttlLeftMs, null);
+  assert.equal(onFollower.heldForMs, null);
+  const onLeader = (await getJson<Page>(`${c.node(leader).httpUrl}/api/locks?prefix=page/0`)).body.rows[0]!.holders[0]! as unknown as Holder;
+  assert.ok(onLeader.ttlLeftMs !== null && onLeader.ttlLeftMs > 0 && onLeader.ttlLeftMs <= 30_000, `time left ${onLeader.ttlLeftMs}`);
+  assert.ok(onLeader.heldForMs !== null && onLeader.heldForMs >= 0, `held for ${onLeader.heldForMs}`);
   const all = await getJson<Page>(`${follower.httpUrl}/api/locks`);
   assert.equal(all.body.total, 8);
   assert.equal(all.body.limit, 50);

@@ -34,8 +34,8 @@ function machineWithLocks(): LockMachine {
 }
 
 function viewOf(m: LockMachine): NodeView {
-  // NodeView.locks reads only the id and the machine.
-  const internals = { id: 'n1', machine: () => m } as unknown as NodeInternals;
+  // NodeView.locks reads only the id, the machine and the leader's lease deadlines.
+  const internals = { id: 'n1', machine: () => m, leaseLeftMs: () => null } as unknown as NodeInternals;
   return new NodeView(internals, new PeerRtt(() => 0, () => {}));
 }
 

@@ -70,7 +70,7 @@ export class NodeOps {
       () => performance.now(),
       (peer, ms) => this.metrics.onPeerRtt(peer, ms / 1000),
     );
-    this.view = new NodeView(n, this.rtt);
+    this.view = new NodeView(n, this.rtt, (session, name) => this.lockTiming.heldSince(session, name));
     this.metrics = new NodeMetrics(n.id, this.view);
     this.cluster = new ClusterView(n.id, n.config);
     n.storage.onFsync = (ms) => this.metrics.onFsync(ms / 1000);

@@ -23,6 +23,8 @@ export interface NodeInternals {
   stopping(): boolean;
   /** Members not catching up and other notes for an operator (see health-notes.ts). */
   readonly health: HealthNotes;
+  /** Time left on the leader's deadline for a session (ms); null on a follower. */
+  leaseLeftMs(session: number): number | null;
 }
 
 /** /readyz fails when applying lags the known commit index by more than this many entries. */
@@ -63,8 +65,14 @@ export interface HolderRow {
   readonly session: number;
   readonly token: number;
   readonly mode: 'exclusive' | 'shared';
-  /** The session's TTL in ms: a full lease, NOT the time left (see docs/operations.md). */
+  /** The session's TTL in ms: a full lease. */
   readonly ttlMs: number | null;
+  /** Time left before the leader expires the session unless a keepalive comes (ms); null
+   *  when this node does not lead (only the leader keeps deadlines). */
+  readonly ttlLeftMs: number | null;
+  /** How long this holder has held the lock (ms), as the leader saw the grant; null when
+   *  this node does not lead or was not leading at the grant. */
+  readonly heldForMs: number | null;
   /** What the client called itself when it opened the session (host:pid by default). */
   readonly label: string | null;
 }
@@ -114,6 +122,8 @@ export class NodeView implements MetricsSource {
   constructor(
     private readonly n: NodeInternals,
     private readonly rtt: PeerRtt,
+    /** When (Date.now() ms) this node, leading, saw `session` granted `name`. */
+    private readonly heldSince: (session: number, name: string) => number | null = () => null,
   ) {}
 
   get id(): string {
@@ -214,6 +224,7 @@ export class NodeView implements MetricsSource {
       t = this.leaseCache = { machine, applied, leases };
     }
     const leases = t.leases;
+    const now = Date.now();
     const rows = c.locks.slice(offset, offset + limit).map(
       (l): LockRow => ({
         name: l.name,
@@ -221,7 +232,16 @@ export class NodeView implements MetricsSource {
         limit: l.limit,
         holders: l.holders.map((h) => {
           const lease = leases.get(h.session);
-          return { session: h.session, token: h.token, mode: h.mode, ttlMs: lease?.ttlMs ?? null, label: lease?.label ?? null };
+          const since = this.heldSince(h.session, l.name);
+          return {
+            session: h.session,
+            token: h.token,
+            mode: h.mode,
+            ttlMs: lease?.ttlMs ?? null,
+            ttlLeftMs: this.n.leaseLeftMs(h.session),
+            heldForMs: since === null ? null : Math.max(0, now - since),
+            label: lease?.label ?? null,
+          };
         }),
         waiters: l.waiters.length,
         nextWaiters: l.waiters.slice(0, WAITERS_SHOWN).map((w) => ({ session: w.session, mode: w.mode })),

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
-export const WEB_DIR = fileURLToPath(new URL('../../../web', import.meta.url));
+export const WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
 
 /** URL path -> file in web/ and its content type. Only these are served. */
 const FILES: ReadonlyMap<string, { file: string; type: string }> = new Map([
