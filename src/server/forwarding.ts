@@ -35,7 +35,7 @@ export interface ForwardCore {
 
 export class Forwarder {
   private readonly pending = new Map<number, { leader: NodeId; resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
-  private leaderWaiters: (() => void)[] = [];
+  private leaderWaiters: { not: NodeId | null; done: () => void }[] = [];
   private counter = 0;
 
   constructor(
@@ -50,9 +50,17 @@ export class Forwarder {
   async forward(req: Request, owner: string | null = null): Promise<Answer> {
     const { core } = this;
     let leader = core.leader();
-    if (leader === null || leader === core.id) {
+    if (leader === core.id) {
+      // This node still leads but its own core refused the request (a removed leader
+      // handing over): serving it here again would be refused again, forever (a loop of
+      // promises that starves the event loop). Wait for another leader instead.
+      await this.waitForLeader(this.leaderWaitMs, core.id);
+      leader = core.leader();
+      if (leader === null || leader === core.id) return core.unavailable('this node is handing leadership over; retry');
+    } else if (leader === null) {
       await this.waitForLeader(this.leaderWaitMs);
       leader = core.leader();
+      // Elected here while waiting: serve it here.
       if (leader === core.id) return core.handle(req, owner);
       if (leader === null) return core.unavailable('no leader elected yet; retry');
     }
@@ -74,8 +82,8 @@ export class Forwarder {
 
   /** A leader is known again: requests waiting for one go on; forwards to another node are answered. */
   leaderKnown(): void {
-    for (const w of this.leaderWaiters.splice(0)) w();
     const leader = this.core.leader();
+    this.leaderWaiters = this.leaderWaiters.filter((w) => (leader !== null && leader !== w.not ? (w.done(), false) : true));
     for (const [rid, f] of this.pending) {
       if (leader === null || f.leader === leader) continue;
       this.pending.delete(rid);
@@ -116,15 +124,21 @@ export class Forwarder {
     }
   }
 
-  private waitForLeader(ms: number): Promise<void> {
-    if (this.core.leader() !== null) return Promise.resolve();
+  /** Resolves once a leader other than `not` is known, or after `ms`. */
+  private waitForLeader(ms: number, not: NodeId | null = null): Promise<void> {
+    const leader = this.core.leader();
+    if (leader !== null && leader !== not) return Promise.resolve();
     return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
+      const waiter = { not, done: () => {} };
+      const t = setTimeout(() => {
+        this.leaderWaiters = this.leaderWaiters.filter((w) => w !== waiter);
+        resolve();
+      }, ms);
+      waiter.done = () => {
         clearTimeout(t);
         resolve();
-      }
-      this.leaderWaiters.push(done);
+      };
+      this.leaderWaiters.push(waiter);
     });
   }
 }

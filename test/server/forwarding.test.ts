@@ -107,3 +107,24 @@ test('a forward waiting on a leader that was replaced is answered at once: TIMEO
   assert.equal(ans.ok, false);
   assert.equal(!ans.ok && ans.error.code, 'TIMEOUT');
 });
+
+test('a leader whose own core refused the request (handing over) never serves it here again; it waits for the next leader', async () => {
+  const { follower, leader } = pair();
+  follower.leader = 'n1'; // n1 still names itself leader while its core refuses proposals
+  const pending = follower.fwd.forward(put);
+  await new Promise((r) => setTimeout(r, 20));
+  follower.fwd.leaderKnown(); // still itself: keeps waiting
+  assert.equal(follower.handled.length, 0, 'not served here again (that would loop)');
+  follower.leader = 'n2';
+  follower.fwd.leaderKnown();
+  assert.deepEqual(await pending, { ok: true, result: { served: 'n2' } });
+  assert.equal(leader.handled.length, 1);
+});
+
+test('a handing-over leader with no successor in time answers UNAVAILABLE', async () => {
+  const { follower } = pair();
+  follower.leader = 'n1';
+  const ans = await follower.fwd.forward(put);
+  assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
+  assert.equal(follower.handled.length, 0);
+});
