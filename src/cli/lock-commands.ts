@@ -88,9 +88,7 @@ async function lockWithGuard(guard: Interrupts, name: string, argv: string[], o:
   try {
     client = await connect(guard, o.endpoints, o.ttl);
   } catch (e) {
-    if (interrupted()) return 1;
-    say(`cannot reach the cluster: ${await unavailableText(e, o.endpoints)}`);
-    return exitCodeFor(e);
+    return failed(`cannot reach the cluster`, e, o.endpoints);
   }
   let lock: Lock;
   try {
@@ -124,9 +122,7 @@ async function connectOrCode(guard: Interrupts, endpoints: string[]): Promise<Lo
     return await connect(guard, endpoints);
   } catch (e) {
     guard.dispose();
-    if (interrupted()) return 1;
-    say(`cannot reach the cluster: ${await unavailableText(e, endpoints)}`);
-    return exitCodeFor(e);
+    return failed(`cannot reach the cluster`, e, endpoints);
   }
 }
 
@@ -145,9 +141,7 @@ export async function getCommand(name: string, o: { endpoints: string[]; json?: 
     info.waiters.forEach((w, i) => process.stdout.write(`  waiter ${i + 1}: session ${w.session} (${w.mode})\n`));
     return 0;
   } catch (e) {
-    if (interrupted()) return 1;
-    say(`cannot read ${name}: ${await unavailableText(e, o.endpoints)}`);
-    return exitCodeFor(e);
+    return failed(`cannot read ${name}`, e, o.endpoints);
   } finally {
     await client.close().catch(() => {});
     guard.dispose();
@@ -161,9 +155,7 @@ export async function electCommand(name: string, value: string, argv: string[], 
     client = await connect(guard, o.endpoints, o.ttl);
   } catch (e) {
     guard.dispose();
-    if (interrupted()) return 1;
-    say(`cannot reach the cluster: ${await unavailableText(e, o.endpoints)}`);
-    return exitCodeFor(e);
+    return failed(`cannot reach the cluster`, e, o.endpoints);
   }
   try {
     say(`campaigning in ${name} as ${JSON.stringify(value)}`);
@@ -187,9 +179,7 @@ export async function electCommand(name: string, value: string, argv: string[], 
     await leadership.resign().catch(() => {});
     return code;
   } catch (e) {
-    if (interrupted()) return 1;
-    say(`election failed: ${await unavailableText(e, o.endpoints)}`);
-    return exitCodeFor(e);
+    return failed(`election failed`, e, o.endpoints);
   } finally {
     await client.close().catch(() => {});
     guard.dispose();
@@ -219,12 +209,18 @@ export async function leaderCommand(name: string, o: { endpoints: string[]; watc
     for await (const s of obs) print(s);
     return 0;
   } catch (e) {
-    if (interrupted()) return 1;
-    say(`cannot read ${name}: ${await unavailableText(e, o.endpoints)}`);
-    return exitCodeFor(e);
+    return failed(`cannot read ${name}`, e, o.endpoints);
   } finally {
     guard.handOver(null);
     await client.close().catch(() => {});
     guard.dispose();
   }
+}
+
+/** The command failed with `e`: say why in words and exit with its code (1 when Ctrl-C or
+ *  SIGTERM ended it: the interrupt has already said so). */
+async function failed(what: string, e: unknown, endpoints: readonly string[]): Promise<number> {
+  if (interrupted()) return 1;
+  say(`${what}: ${await unavailableText(e, endpoints)}`);
+  return exitCodeFor(e);
 }

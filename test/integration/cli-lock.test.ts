@@ -2,9 +2,9 @@
 // real cluster.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { CLI, TestCluster, sleep, until } from '../support/cluster.js';
+import { TestCluster, sleep, until } from '../support/cluster.js';
 import { RawClient } from '../support/raw-client.js';
+import { palisadeAt } from '../support/cli-process.js';
 
 let c: TestCluster;
 before(async () => {
@@ -13,15 +13,7 @@ before(async () => {
 after(() => c?.stop());
 
 function palisade(args: string[]) {
-  // --endpoints goes right after the subcommand: everything after `--` belongs to the command.
-  const [sub, ...rest] = args;
-  const p = spawn(process.execPath, [CLI, sub!, '--endpoints', c.endpoints.join(','), ...rest], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  p.stdout.on('data', (d) => (out += d));
-  p.stderr.on('data', (d) => (err += d));
-  const done = new Promise<{ code: number | null; out: string; err: string }>((r) => p.on('exit', (code) => r({ code, out, err })));
-  return { p, done, output: () => out, errors: () => err };
+  return palisadeAt(c.endpoints, args);
 }
 
 test('palisade lock runs the command with the lock name and token, releases it, and exits with its status', async () => {

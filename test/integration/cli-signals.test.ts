@@ -4,9 +4,9 @@
 // when the holder released it, and hold it, dead, until its TTL ran out.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { CLI, TestCluster, until } from '../support/cluster.js';
+import { TestCluster, until } from '../support/cluster.js';
 import { RawClient } from '../support/raw-client.js';
+import { palisadeAt } from '../support/cli-process.js';
 
 let c: TestCluster;
 let raw: RawClient;
@@ -23,16 +23,7 @@ after(async () => {
 const TTL = ['--ttl', '60000'];
 
 function palisade(args: string[]) {
-  const [sub, ...rest] = args;
-  const p = spawn(process.execPath, [CLI, sub!, '--endpoints', c.endpoints.join(','), ...rest], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  p.stdout.on('data', (d) => (out += d));
-  p.stderr.on('data', (d) => (err += d));
-  const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((r) =>
-    p.on('exit', (code, signal) => r({ code, signal, out, err })),
-  );
-  return { p, done, output: () => out, errors: () => err };
+  return palisadeAt(c.endpoints, args);
 }
 
 type Info = { holders: { session: number }[]; waiters: { session: number }[] };

@@ -1,0 +1,25 @@
+// One `palisade` CLI process against a cluster, its output collected, for the CLI tests.
+import { spawn } from 'node:child_process';
+import { CLI } from './node-process.js';
+
+export interface CliRun {
+  readonly p: ReturnType<typeof spawn>;
+  readonly done: Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>;
+  output(): string;
+  errors(): string;
+}
+
+/** `palisade SUB --endpoints E ...REST`: --endpoints goes right after the subcommand, since
+ *  everything after `--` belongs to the command that `lock` or `elect` runs. */
+export function palisadeAt(endpoints: readonly string[], args: readonly string[]): CliRun {
+  const [sub, ...rest] = args;
+  const p = spawn(process.execPath, [CLI, sub!, '--endpoints', endpoints.join(','), ...rest], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  p.stdout!.on('data', (d) => (out += d));
+  p.stderr!.on('data', (d) => (err += d));
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>((r) =>
+    p.on('exit', (code, signal) => r({ code, signal, out, err })),
+  );
+  return { p, done, output: () => out, errors: () => err };
+}
