@@ -21,7 +21,7 @@ import {
   type WriteOptions,
 } from './kv.js';
 import { ClusterLink } from './link.js';
-import { LockTable, readLock, type AcquireOptions, type Lock, type TryAcquireOptions } from './lock.js';
+import { ClientLocks, readLock, type AcquireOptions, type Lock, type TryAcquireOptions } from './lock.js';
 import { SessionManager } from './session.js';
 
 /** The session TTL when LockClientOptions.ttlMs is not given (the node's sessions.defaultTtlMs
@@ -105,7 +105,7 @@ export class LockClient {
   private readonly core: ClientCore;
   private readonly link: ClusterLink;
   private readonly sessions: SessionManager;
-  private readonly locks: LockTable;
+  private readonly locks: ClientLocks;
   private readonly elections: ElectionHub;
   private readonly watches: WatchHub;
   private closing: Promise<void> | null = null;
@@ -154,7 +154,7 @@ export class LockClient {
       clock,
     });
     this.core = { clock, link: this.link, sessions: this.sessions, requestTimeoutMs };
-    this.locks = new LockTable(this.core);
+    this.locks = new ClientLocks(this.core);
     this.elections = new ElectionHub(this.core);
     this.watches = new WatchHub(this.core);
     this.link.start();

@@ -1,6 +1,6 @@
 // One WebSocket to one node: frame ids, matching responses to requests, and handing server
 // events upward. It knows nothing of sessions, retries or other nodes (link.ts does).
-import type { HelloResult, Request, Response, ServerEvent, WireError } from '../transport/client-protocol.js';
+import type { HelloResult, Request, RequestBody, Response, ServerEvent, WireError } from '../transport/client-protocol.js';
 import { PROTOCOL_VERSION } from '../transport/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { waitFor } from './wait.js';
@@ -19,9 +19,7 @@ export interface WebSocketLike {
 }
 export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
-type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
-/** A request as callers build it; the connection assigns the frame id. */
-export type RequestBody = WithoutId<Request>;
+export type { RequestBody };
 
 /**
  * The socket closed, could not be opened, or did not answer in time. Whatever was in

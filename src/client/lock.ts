@@ -70,7 +70,7 @@ export class Lock extends LeaseHandle implements FenceHolder {
   private releasing: Promise<void> | null = null;
   private readonly onGone: (lock: Lock) => void;
 
-  /** @internal Created by LockTable. */
+  /** @internal Created by ClientLocks. */
   constructor(core: ClientCore, session: Session, name: string, token: number, mode: LockMode, onGone: (lock: Lock) => void) {
     super(core, session, name);
     this.name = name;
@@ -187,7 +187,7 @@ class Waiter {
 }
 
 /** Every lock and pending acquire of one client. */
-export class LockTable {
+export class ClientLocks {
   private readonly core: ClientCore;
   private readonly turns = new LocalTurns();
   private readonly waiters = new Map<string, Waiter>();

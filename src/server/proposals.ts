@@ -2,11 +2,6 @@
 // applied at its index has the term it was proposed in; another term there means a new
 // leader overwrote it, and the caller retries (with the same sequence number, so a retry
 // never applies twice).
-export interface Applied {
-  readonly index: number;
-  readonly term: number;
-}
-
 type Pending = { term: number; resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
 
 export class ProposalLost extends Error {}

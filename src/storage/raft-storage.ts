@@ -12,6 +12,7 @@ import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { Level } from 'level';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
+import type { ReadyWrite } from '../raft/ready-plan.js';
 import { StorageError } from './errors.js';
 import { ALL_ENTRIES, HARD_STATE_KEY, JOINING_KEY, META_KEY, PEER_PREFIX, SNAPSHOT_KEY, entryIndexOf, entryKey, keyName, peerKey } from './keys.js';
 import {
@@ -20,11 +21,11 @@ import {
   decodeEntry,
   decodeHardState,
   decodeMeta,
-  decodeSnapshot,
+  decodeSnapshotRecord,
   encodeEntry,
   encodeHardState,
   encodeMeta,
-  encodeSnapshot,
+  encodeSnapshotRecord,
   type Identity,
 } from './records.js';
 import { readWatermark, sameMark, WatermarkFile, type Watermark } from './watermark.js';
@@ -45,11 +46,6 @@ export const REJOIN_ADVICE =
   'healthy member), move this data directory aside, and start the node again with an empty directory and ' +
   '`serve --join` (docs/operations.md, "A node\'s data is corrupt")';
 
-export interface SaveBatch {
-  readonly hardState?: HardState;
-  readonly entries: readonly Entry[];
-  readonly snapshot?: Snapshot;
-}
 
 export interface StorageStats {
   /** Synchronous (fsync'd) writes so far. */
@@ -186,7 +182,7 @@ export class RaftStorage {
    * the core discards its log on restore (paper, Figure 13, rule 7), so the batch's entries,
    * if any, must start right after the snapshot.
    */
-  save(batch: SaveBatch): Promise<void> {
+  save(batch: ReadyWrite): Promise<void> {
     return this.serially(async () => {
       const ops: Op[] = [];
       const b = this.bounds;
@@ -202,7 +198,7 @@ export class RaftStorage {
           throw new StorageError(this.dir, `save: entries start at ${entries[0]!.index}, not right after the snapshot at ${s.meta.index}`);
         }
         deleteRange(ops, b.firstStored, b.lastStored);
-        ops.push({ type: 'put', key: SNAPSHOT_KEY, value: encodeSnapshot(s) });
+        ops.push({ type: 'put', key: SNAPSHOT_KEY, value: encodeSnapshotRecord(s) });
         next.snapshotIndex = s.meta.index;
         next.firstStored = null;
         next.lastStored = null;
@@ -268,7 +264,7 @@ export class RaftStorage {
       if (s.meta.index < this.bounds.snapshotIndex) {
         throw new StorageError(this.dir, `saveSnapshot: snapshot at ${s.meta.index} is older than the stored one at ${this.bounds.snapshotIndex}`);
       }
-      await this.writeSync([{ type: 'put', key: SNAPSHOT_KEY, value: encodeSnapshot(s) }]);
+      await this.writeSync([{ type: 'put', key: SNAPSHOT_KEY, value: encodeSnapshotRecord(s) }]);
       this.bounds.snapshotIndex = s.meta.index;
     });
   }
@@ -424,7 +420,7 @@ async function readAll(dir: string, db: Db, isNew: boolean): Promise<{ state: Lo
   const hardValue = await db.get(HARD_STATE_KEY);
   const hardState = hardValue === undefined ? EMPTY_HARD_STATE : decodeOrFail(dir, HARD_STATE_KEY, () => decodeHardState(hardValue));
   const snapValue = await db.get(SNAPSHOT_KEY);
-  const snapshot = snapValue === undefined ? undefined : decodeOrFail(dir, SNAPSHOT_KEY, () => decodeSnapshot(snapValue));
+  const snapshot = snapValue === undefined ? undefined : decodeOrFail(dir, SNAPSHOT_KEY, () => decodeSnapshotRecord(snapValue));
   const snapshotIndex = snapshot?.meta.index ?? 0;
   const snapshotTerm = snapshot?.meta.term ?? 0;
 

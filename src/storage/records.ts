@@ -108,12 +108,12 @@ export function decodeHardState(value: Uint8Array): HardState {
   return { term: uint(h.term, 'hard state term'), vote, commit: uint(h.commit, 'hard state commit') };
 }
 
-export function encodeSnapshot(s: Snapshot): Uint8Array {
+export function encodeSnapshotRecord(s: Snapshot): Uint8Array {
   const { index, term, conf } = s.meta;
   return encodeValue({ meta: { index, term, conf: { voters: conf.voters, learners: conf.learners } }, data: s.data });
 }
 
-export function decodeSnapshot(value: Uint8Array): Snapshot {
+export function decodeSnapshotRecord(value: Uint8Array): Snapshot {
   const s = record(decodeValue(value), 'snapshot');
   const meta = record(s.meta, 'snapshot meta');
   const c = record(meta.conf, 'snapshot conf');

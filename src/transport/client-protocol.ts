@@ -125,6 +125,10 @@ export type Request =
    *  answer the lock machine's state after a linearizable read (`palisade snapshot save`). */
   | { id: number; op: 'snapshot'; backup?: boolean };
 
+type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
+/** A request as a caller builds it; whoever sends it assigns the frame id. */
+export type RequestBody = WithoutId<Request>;
+
 export type Op = Request['op'];
 
 export const OPS: readonly Op[] = [

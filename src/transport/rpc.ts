@@ -2,7 +2,7 @@
 // (status, locks, get). Sessions and retries live in the SDK.
 import WebSocket from 'ws';
 import { decodeFrame, encodeFrame } from './codec.js';
-import { PROTOCOL_VERSION, type Request, type Response } from './client-protocol.js';
+import { PROTOCOL_VERSION, type RequestBody, type Response } from './client-protocol.js';
 
 /** How to prove who we are and whom to trust; everything optional (auth and TLS off). */
 export interface RpcCredentials {
@@ -15,7 +15,7 @@ export interface RpcCredentials {
   readonly key?: string | Buffer;
 }
 
-export type RequestBody = Request extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+export type { RequestBody } from './client-protocol.js';
 
 export class RpcError extends Error {
   constructor(

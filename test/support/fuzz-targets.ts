@@ -10,7 +10,7 @@ import type { Command } from '../../src/lockfsm/types.js';
 import type { Message } from '../../src/raft/types.js';
 import { ClientGate } from '../../src/server/client-gate.js';
 import { ConfigError, validateConfig } from '../../src/config/cluster-config.js';
-import { CorruptValue, decodeEntry, decodeHardState, decodeMeta, decodeSnapshot, encodeEntry, encodeHardState, encodeMeta, encodeSnapshot } from '../../src/storage/records.js';
+import { CorruptValue, decodeEntry, decodeHardState, decodeMeta, decodeSnapshotRecord, encodeEntry, encodeHardState, encodeMeta, encodeSnapshotRecord } from '../../src/storage/records.js';
 import type { ServerFrame } from '../../src/transport/client-protocol.js';
 import { FrameError, decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 import { PEER_PROTOCOL_VERSION, newNonce, parseAuth, parseHello, parseWelcome } from '../../src/transport/peer-handshake.js';
@@ -271,7 +271,7 @@ export function fuzzTargets(): FuzzTarget[] {
     encodeHardState({ term: 5, vote: 'n2', commit: 9 }),
     encodeEntry({ index: 7, term: 3, type: 'normal', data: encodeCommand({ type: 'openSession', ttlMs: 5000 }) }),
     encodeMeta({ clusterId: 'c', nodeId: 'n1' }),
-    encodeSnapshot({ meta: { index: 100, term: 5, conf: { voters: ['n1'], learners: [] } }, data: snapshot }),
+    encodeSnapshotRecord({ meta: { index: 100, term: 5, conf: { voters: ['n1'], learners: [] } }, data: snapshot }),
   ];
   const handshakeValids: unknown[] = [
     { k: 'hello', v: PEER_PROTOCOL_VERSION, nonce: newNonce() },
@@ -380,7 +380,7 @@ export function fuzzTargets(): FuzzTarget[] {
       input: fc.tuple(mutatedBytes(storageValids), fc.nat(3)),
       check: (x) => {
         const [b, which] = x as [Uint8Array, number];
-        const decoders = [() => decodeHardState(b), () => decodeEntry(7, b), () => decodeMeta(b), () => decodeSnapshot(b)];
+        const decoders = [() => decodeHardState(b), () => decodeEntry(7, b), () => decodeMeta(b), () => decodeSnapshotRecord(b)];
         return onlyThrows('storage decoder', (e) => e instanceof CorruptValue, decoders[which]!);
       },
     },
