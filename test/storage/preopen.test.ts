@@ -3,25 +3,15 @@
 // lock and a full disk are said as such.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import type { Entry } from '../../src/raft/types.js';
 import { RaftStorage, StorageError } from '../../src/storage/index.js';
 import { explainLevelError, PREOPEN_DIR } from '../../src/storage/preopen.js';
+import { dataDirs } from './fixture.js';
 
 const ID = { clusterId: 'c1', nodeId: 'n1' };
-const dirs: string[] = [];
-after(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function freshDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'palisade-preopen-'));
-  dirs.push(dir);
-  return join(dir, 'data');
-}
+const freshDir = dataDirs('palisade-preopen-');
 
 function entries(from: number, to: number): Entry[] {
   const out: Entry[] = [];

@@ -1,25 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { Level } from 'level';
 import type { Entry, Snapshot } from '../../src/raft/types.js';
 import { RaftStorage, StorageError } from '../../src/storage/index.js';
+import { dataDirs, withRawDb } from './fixture.js';
 
 const ID = { clusterId: 'c1', nodeId: 'n1' };
-const dirs: string[] = [];
-
-async function freshDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'palisade-storage-'));
-  dirs.push(dir);
-  return join(dir, 'data'); // a directory that does not exist yet
-}
-
-after(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const freshDir = dataDirs('palisade-storage-');
 
 function entry(index: number, term: number, text = `e${index}t${term}`, type: Entry['type'] = 'normal'): Entry {
   return { index, term, type, data: new TextEncoder().encode(text) };
@@ -37,16 +24,6 @@ function snapshot(index: number, term: number): Snapshot {
 
 async function reopen(dir: string): Promise<RaftStorage> {
   return RaftStorage.open(dir, ID);
-}
-
-async function withRawDb(dir: string, fn: (db: Level<Uint8Array, Uint8Array>) => Promise<void>): Promise<void> {
-  const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-  await db.open();
-  try {
-    await fn(db);
-  } finally {
-    await db.close();
-  }
 }
 
 function entryKey(index: number): Uint8Array {

@@ -2,43 +2,23 @@
 // acknowledged), or a hard state older than the one it had, is a start-up error naming what
 // is gone; a log the leader legitimately shortened is not.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
-import { Level } from 'level';
+import { test } from 'node:test';
 import type { Entry } from '../../src/raft/types.js';
 import { RaftStorage, StorageError } from '../../src/storage/index.js';
 import { entryKey, HARD_STATE_KEY } from '../../src/storage/keys.js';
 import { encodeHardState } from '../../src/storage/records.js';
 import { WATERMARK_FILE } from '../../src/storage/watermark.js';
+import { dataDirs, withRawDb } from './fixture.js';
 
 const ID = { clusterId: 'c1', nodeId: 'n1' };
-const dirs: string[] = [];
-after(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
-
-async function freshDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'palisade-wm-'));
-  dirs.push(dir);
-  return join(dir, 'data');
-}
+const freshDir = dataDirs('palisade-wm-');
 
 function entries(from: number, to: number, term: number): Entry[] {
   const out: Entry[] = [];
   for (let i = from; i <= to; i++) out.push({ index: i, term, type: 'normal', data: new TextEncoder().encode(`e${i}`) });
   return out;
-}
-
-async function raw(dir: string, fn: (db: Level<Uint8Array, Uint8Array>) => Promise<void>): Promise<void> {
-  const db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' });
-  await db.open();
-  try {
-    await fn(db);
-  } finally {
-    await db.close();
-  }
 }
 
 async function written(dir: string): Promise<void> {
@@ -51,7 +31,7 @@ async function written(dir: string): Promise<void> {
 test('a log that lost its last entries refuses to open and says how many are gone', async () => {
   const dir = await freshDir();
   await written(dir);
-  await raw(dir, async (db) => {
+  await withRawDb(dir, async (db) => {
     for (let i = 7; i <= 10; i++) await db.del(entryKey(i));
   });
   await assert.rejects(RaftStorage.open(dir, ID), (err: unknown) => {
@@ -66,7 +46,7 @@ test('a log that lost its last entries refuses to open and says how many are gon
 test('a hard state older than the one written (a lost vote) refuses to open', async () => {
   const dir = await freshDir();
   await written(dir);
-  await raw(dir, async (db) => {
+  await withRawDb(dir, async (db) => {
     await db.put(HARD_STATE_KEY, encodeHardState({ term: 2, vote: null, commit: 5 }));
   });
   await assert.rejects(RaftStorage.open(dir, ID), /stored term and vote \(term 2\) are older than the ones this node had written \(term 2, voted\): it could vote twice/);
