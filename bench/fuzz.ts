@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import WebSocket from 'ws';
 import { ClientServer } from '../src/transport/client-server.js';
-import { encodeFrame } from '../src/transport/codec.js';
+import { encodeFrame } from '../src/protocol/codec.js';
 import { PeerTransport } from '../src/transport/peer.js';
 import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS, type FuzzStats } from '../test/support/fuzz-targets.js';
 import { dialAsPeer } from '../test/support/peer-dialer.js';

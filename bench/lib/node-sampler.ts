@@ -4,7 +4,7 @@
 // window's server-side cost.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { rpc } from '../../src/transport/rpc.js';
+import { rpc } from '../../src/protocol/rpc.js';
 import { epochMs } from './clock.js';
 import { RawConnection } from './raw-connection.js';
 

@@ -1,10 +1,10 @@
-// A bare client-protocol connection (src/transport/codec.ts frames over ws) that carries many
+// A bare client-protocol connection (src/protocol/codec.ts frames over ws) that carries many
 // sessions at once: the sessions and memory workloads need tens of thousands of sessions,
 // which one LockClient per session would not sustain in one client process.
 import WebSocket from 'ws';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
-import type { ServerEvent, WireError } from '../../src/transport/client-protocol.js';
-import type { RequestBody } from '../../src/transport/rpc.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
+import type { ServerEvent, WireError } from '../../src/protocol/client-protocol.js';
+import type { RequestBody } from '../../src/protocol/rpc.js';
 
 export type Reply = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: WireError };
 

@@ -4,7 +4,7 @@
 // steady (sessions / period). Expiry is watched two ways: `sessionExpired` events pushed to
 // the connection that opened a session, and UNKNOWN_SESSION answers to keepalives.
 import { performance } from 'node:perf_hooks';
-import type { ServerEvent } from '../../src/transport/client-protocol.js';
+import type { ServerEvent } from '../../src/protocol/client-protocol.js';
 import { epochMs, sleep } from './clock.js';
 import { LatencyRecorder } from './latency.js';
 import { RawConnection, resultOf, type Reply } from './raw-connection.js';

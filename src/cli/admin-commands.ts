@@ -1,14 +1,14 @@
 // Operator commands: membership, leadership transfer and snapshots.
 import type { Command } from 'commander';
-import type { MemberInfo } from '../transport/client-protocol.js';
-import type { RequestBody } from '../transport/rpc.js';
+import type { MemberInfo } from '../protocol/client-protocol.js';
+import type { RequestBody } from '../protocol/rpc.js';
 import { rpcCredentials } from './credentials.js';
 import { endpointsOption } from './options.js';
 
 /** Ask each endpoint in turn until one answers (any node forwards to the leader). */
 export async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
   // Loaded when a command runs, not when the command line is parsed (start-up time).
-  const { rpc, RpcError } = await import('../transport/rpc.js');
+  const { rpc, RpcError } = await import('../protocol/rpc.js');
   let last: Error = new Error('no endpoints');
   for (const url of endpoints) {
     try {

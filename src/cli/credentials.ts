@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import type { ClientTlsOptions, LockClientOptions } from '../client/index.js';
 import type { ClusterConfig } from '../config/cluster-config.js';
-import type { RpcCredentials } from '../transport/rpc.js';
+import type { RpcCredentials } from '../protocol/rpc.js';
 
 export interface CliCredentials {
   readonly token?: string;
@@ -79,7 +79,7 @@ export function credentialsForConfig(cfg: ClusterConfig, env: NodeJS.ProcessEnv)
   return { ...(token !== undefined ? { token } : {}), ...(tls ? { tls } : {}) };
 }
 
-/** For one-shot requests (src/transport/rpc.ts). */
+/** For one-shot requests (src/protocol/rpc.ts). */
 export function rpcCredentials(c: CliCredentials = current): RpcCredentials {
   const tls = c.tls ?? {};
   return {

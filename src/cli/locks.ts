@@ -1,7 +1,7 @@
 // `palisade locks`: the lock table, read linearizably through any reachable node (the
 // client protocol's `locks` op; a follower confirms with the leader before answering).
-import type { LockInfo } from '../transport/client-protocol.js';
-import { rpc, RpcError } from '../transport/rpc.js';
+import type { LockInfo } from '../protocol/client-protocol.js';
+import { rpc, RpcError } from '../protocol/rpc.js';
 import { rpcCredentials } from './credentials.js';
 
 export interface LocksQuery {

@@ -35,7 +35,7 @@ export function registerSnapshotCommands(program: Command, endpointsFrom: (opt: 
     .addOption(endpointsOption())
     .option('--endpoint <url>', 'only this node (its client URL)')
     .action(async (o: { endpoint?: string; endpoints?: string }) => {
-      const { rpc } = await import('../transport/rpc.js');
+      const { rpc } = await import('../protocol/rpc.js');
       // Each node keeps its own log: compaction is asked of each, not forwarded to the leader.
       for (const url of o.endpoint !== undefined ? [o.endpoint] : endpointsFrom(o.endpoints)) {
         const r = await rpc<{ index: number }>(url, { op: 'snapshot' }, 30_000, rpcCredentials());

@@ -1,6 +1,6 @@
 // `palisade status`: each node's view of the cluster.
-import type { NodeStatus } from '../transport/client-protocol.js';
-import { rpc, type RpcCredentials } from '../transport/rpc.js';
+import type { NodeStatus } from '../protocol/client-protocol.js';
+import { rpc, type RpcCredentials } from '../protocol/rpc.js';
 import { explainFailure, rpcCredentials } from './credentials.js';
 
 export type StatusRow = (NodeStatus & { endpoint: string }) | { endpoint: string; id: string; role: 'unreachable'; error: string };

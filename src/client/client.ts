@@ -2,7 +2,7 @@
 // elections, kv) and routes server events to them; the behaviour lives in those modules.
 import { hostname } from 'node:os';
 import WebSocket from 'ws';
-import type { KvEntry, LockInfo, NodeStatus, ServerEvent } from '../transport/client-protocol.js';
+import type { KvEntry, LockInfo, NodeStatus, ServerEvent } from '../protocol/client-protocol.js';
 import { systemClock, type Clock } from './clock.js';
 import type { WebSocketConstructor } from './connection.js';
 import { defaultDeadline, type ClientCore } from './core.js';

@@ -1,12 +1,12 @@
 // One WebSocket to one node: frame ids, matching responses to requests, and handing server
 // events upward. It knows nothing of sessions, retries or other nodes (link.ts does).
-import type { HelloResult, Request, RequestBody, Response, ServerEvent, WireError } from '../transport/client-protocol.js';
-import { PROTOCOL_VERSION } from '../transport/client-protocol.js';
+import type { HelloResult, Request, RequestBody, Response, ServerEvent, WireError } from '../protocol/client-protocol.js';
+import { PROTOCOL_VERSION } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { waitFor } from './wait.js';
 import { errorFromWire } from './errors.js';
-import { decodeFrame, encodeFrame } from '../transport/codec.js';
-import { isInvalidServerFrame, parseServerFrame, type ParsedServerFrame } from '../transport/validate.js';
+import { decodeFrame, encodeFrame } from '../protocol/codec.js';
+import { isInvalidServerFrame, parseServerFrame, type ParsedServerFrame } from '../protocol/validate.js';
 
 /** What the SDK needs of a WebSocket: satisfied by the `ws` package and by the WHATWG WebSocket. */
 export interface WebSocketLike {

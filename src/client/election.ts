@@ -1,7 +1,7 @@
 // Leader election on the lock table: campaign queues this client's session as a candidate
 // (FIFO); the leader's token is its epoch, usable as a fencing token. Observing keeps one
 // server subscription per election and folds events and reads into one ordered state.
-import type { ServerEvent } from '../transport/client-protocol.js';
+import type { ServerEvent } from '../protocol/client-protocol.js';
 import { defaultDeadline, isRecord, type ClientCore } from './core.js';
 import {
   ClientClosedError,

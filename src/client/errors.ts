@@ -1,7 +1,7 @@
 // Errors the SDK throws. Each has a stable `code` so callers can branch without parsing
 // messages. Wire codes map onto these in errorFromWire; NOT_LEADER never reaches a caller
 // (the SDK retries it on the leader) and UNKNOWN_SESSION surfaces as SessionExpiredError.
-import type { ErrorCode, WireError } from '../transport/client-protocol.js';
+import type { ErrorCode, WireError } from '../protocol/client-protocol.js';
 
 /** Codes of SDK errors: the wire's, plus the ones only the client can decide. */
 export type ClientErrorCode =

@@ -59,5 +59,5 @@ export type {
   LockInfo,
   LockMode,
   NodeStatus,
-} from '../transport/client-protocol.js';
+} from '../protocol/client-protocol.js';
 export { FenceGuard, MemoryFenceStore, StaleTokenError } from '../fence/index.js';

@@ -1,7 +1,7 @@
 // The small key-value space and the idempotency-key ledger, both guarded by fencing
 // tokens: a write that carries a fence applies only while that lock is held right then
 // with that token. For resources that cannot check a token themselves.
-import type { Fence, KvEntry, ServerEvent } from '../transport/client-protocol.js';
+import type { Fence, KvEntry, ServerEvent } from '../protocol/client-protocol.js';
 import { defaultDeadline, isRecord, type ClientCore } from './core.js';
 import { FencedError, InDoubtError, InvalidArgumentError, LockLostError, PalisadeError } from './errors.js';
 import { AsyncQueue } from './queue.js';

@@ -2,7 +2,7 @@
 // when it breaks or the node cannot serve, and retries a request there until it gets a
 // definite answer or the caller's deadline passes. Requests are retried verbatim (the
 // session layer builds each with a fixed seq), so a retry is idempotent on the server.
-import type { HelloResult, ServerEvent, WireError } from '../transport/client-protocol.js';
+import type { HelloResult, ServerEvent, WireError } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { DeadlineReached, sleep, waitFor } from './wait.js';
 import { attemptTimeoutFor, livenessFor, watchLiveness } from './liveness.js';

@@ -8,7 +8,7 @@
 // seq. A false alarm (a node whose event loop stalled) costs a reconnect, never
 // correctness; the margin keeps false alarms rare on a loaded machine, where a reconnect
 // storm would add load.
-import type { HelloResult } from '../transport/client-protocol.js';
+import type { HelloResult } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { Connection } from './connection.js';
 

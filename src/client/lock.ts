@@ -3,7 +3,7 @@
 //
 // Within one client, acquires of one name take turns (FIFO) before they reach the cluster:
 // one session holds a name once, so a second handle to the same grant would be a lie.
-import type { AcquireResult, Fence, Holder, LockInfo, LockMode, ServerEvent } from '../transport/client-protocol.js';
+import type { AcquireResult, Fence, Holder, LockInfo, LockMode, ServerEvent } from '../protocol/client-protocol.js';
 import { defaultDeadline, isRecord, type ClientCore } from './core.js';
 import {
   ConflictError,

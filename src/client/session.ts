@@ -13,7 +13,7 @@
 // in fact alive frees its locks rather than holding them for nobody), and opens a fresh
 // session for whatever the application does next.
 import { setMaxListeners } from 'node:events';
-import type { SessionResult } from '../transport/client-protocol.js';
+import type { SessionResult } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { ConnectionLostError, type Connection, type RequestBody } from './connection.js';
 import { ClientClosedError, errorFromWire, PalisadeError, SessionExpiredError, UnavailableError } from './errors.js';

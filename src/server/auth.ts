@@ -3,7 +3,7 @@
 // whether it may change anything (readOnly). docs/security.md explains the model and what
 // it does not cover (sessions are capabilities: see there).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { WRITE_OPS, type Request, type ServerEvent, type WireError } from '../transport/client-protocol.js';
+import { WRITE_OPS, type Request, type ServerEvent, type WireError } from '../protocol/client-protocol.js';
 import type { TokenConfig } from '../config/cluster-config.js';
 import type { MachineView } from './limits.js';
 

@@ -8,7 +8,7 @@
 // The per-session and per-lock counts are checked by the leader before it proposes an
 // acquire (limits.ts acquireLimitProblem), where the state is freshest.
 import type { Logger } from 'pino';
-import type { Request, ServerEvent, WireError } from '../transport/client-protocol.js';
+import type { Request, ServerEvent, WireError } from '../protocol/client-protocol.js';
 import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from '../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';

@@ -9,8 +9,8 @@
 // replicated it to the new one) with the new leader as hint, so the client retries there
 // with the same seq instead of waiting out the forward's timeout.
 import type { NodeId } from '../raft/index.js';
-import type { Request } from '../transport/client-protocol.js';
-import { isRequestError, parseRequest } from '../transport/validate.js';
+import type { Request } from '../protocol/client-protocol.js';
+import { isRequestError, parseRequest } from '../protocol/validate.js';
 import { fail, type Answer } from './wire.js';
 
 /** Peer application frames: a follower forwards client requests to the leader. */

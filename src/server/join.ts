@@ -2,8 +2,8 @@
 // cluster to add it as a learner, and learns the peers it should talk to. Everything else
 // (the log or a snapshot) then comes from the leader.
 import type { Logger } from 'pino';
-import { rpc } from '../transport/rpc.js';
-import type { MemberInfo } from '../transport/client-protocol.js';
+import { rpc } from '../protocol/rpc.js';
+import type { MemberInfo } from '../protocol/client-protocol.js';
 
 export async function joinCluster(
   endpoints: readonly string[],

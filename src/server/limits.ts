@@ -9,7 +9,7 @@
 // overshoot by their number. The lock machine's own maxLocksPerSession
 // (held + waits + elections, 10,000) is the hard one, applied identically by every node.
 import type { ClientServerOptions } from '../transport/client-server.js';
-import type { Request, WireError } from '../transport/client-protocol.js';
+import type { Request, WireError } from '../protocol/client-protocol.js';
 import type { ClientLimitsConfig } from '../config/cluster-config.js';
 
 /** The parts of the lock machine the checks read (LockMachine satisfies it). */

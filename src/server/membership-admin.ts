@@ -5,7 +5,7 @@
 // waits for them. Depends on the node through AdminCore only.
 import type { Logger } from 'pino';
 import type { ConfChange, RaftNode } from '../raft/index.js';
-import type { MemberInfo, Request } from '../transport/client-protocol.js';
+import type { MemberInfo, Request } from '../protocol/client-protocol.js';
 import { parseWsUrl } from '../config/cluster-config.js';
 import { encodeMemberContext, type MemberDirectory } from './members.js';
 import { ProposalLost, ProposalTimeout, type ProposalTracker } from './proposals.js';

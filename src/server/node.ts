@@ -14,7 +14,7 @@ import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, DEFAULT_PRE_AUTH, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
-import type { NodeStatus, ServerEvent } from '../transport/client-protocol.js';
+import type { NodeStatus, ServerEvent } from '../protocol/client-protocol.js';
 import type { ClusterConfig, NodeConfig } from '../config/cluster-config.js';
 import { nodeById, parseWsUrl } from '../config/cluster-config.js';
 import { NodeOps } from './http/index.js';

@@ -7,8 +7,8 @@
 import type { Logger } from 'pino';
 import { encodeCommand, isMachineError, validateCommand, type LockMachine, type MachineConfig } from '../lockfsm/index.js';
 import type { NodeId, RaftNode } from '../raft/index.js';
-import type { NodeStatus, Request, WireError } from '../transport/client-protocol.js';
-import { PROTOCOL_VERSION, WRITE_OPS } from '../transport/client-protocol.js';
+import type { NodeStatus, Request, WireError } from '../protocol/client-protocol.js';
+import { PROTOCOL_VERSION, WRITE_OPS } from '../protocol/client-protocol.js';
 import type { ConnectionGate } from './client-gate.js';
 import type { ClusterConfig } from '../config/cluster-config.js';
 import type { Forwarder } from './forwarding.js';

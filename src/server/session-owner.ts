@@ -10,7 +10,7 @@
 // needs a linearizable read first. A session id still above the applied index after that
 // read was not open when the request arrived, and is answered as unknown (it could be an
 // openSession in flight whose owner nobody has checked yet).
-import type { Request, WireError } from '../transport/client-protocol.js';
+import type { Request, WireError } from '../protocol/client-protocol.js';
 import type { Principal } from './auth.js';
 import type { MachineView } from './limits.js';
 

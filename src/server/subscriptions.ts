@@ -1,7 +1,7 @@
 // Which client connections on this node want which events: the sessions they carry, the
 // elections they observe and the key prefixes they watch. Each node pushes the events its
 // own state machine produces to its own connections.
-import type { ServerEvent } from '../transport/client-protocol.js';
+import type { ServerEvent } from '../protocol/client-protocol.js';
 
 export interface EventSink {
   readonly id: number;

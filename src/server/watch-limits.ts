@@ -3,7 +3,7 @@
 // (limits.maxWatchesPerConnection) and counted when requested. A watch prefix longer than
 // any key (the lock machine's maxKeyBytes) could never match and is refused.
 import { DEFAULT_MACHINE_CONFIG } from '../lockfsm/index.js';
-import type { Request, WireError } from '../transport/client-protocol.js';
+import type { Request, WireError } from '../protocol/client-protocol.js';
 
 const MAX_PREFIX_BYTES = DEFAULT_MACHINE_CONFIG.maxKeyBytes;
 

@@ -1,4 +1,4 @@
-// Translation between the client protocol (src/transport/client-protocol.ts) and the lock
+// Translation between the client protocol (src/protocol/client-protocol.ts) and the lock
 // machine's commands, results, events and views. Kept apart from the node so each side of
 // the mapping can be read at a glance.
 import type {
@@ -14,7 +14,7 @@ import type {
   Request,
   ServerEvent,
   WireError,
-} from '../transport/client-protocol.js';
+} from '../protocol/client-protocol.js';
 
 export type WriteRequest = Extract<
   Request,

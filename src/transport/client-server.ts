@@ -22,12 +22,12 @@ import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
-import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from './client-protocol.js';
-import { FrameError, decodeFrame, encodeFrame } from './codec.js';
-import { peekRequestId } from './msgpack-scan.js';
+import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from '../protocol/client-protocol.js';
+import { FrameError, decodeFrame, encodeFrame } from '../protocol/codec.js';
+import { peekRequestId } from '../protocol/msgpack-scan.js';
 import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
-import { isRequestError, parseRequest } from './validate.js';
+import { isRequestError, parseRequest } from '../protocol/validate.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
 
 export interface ClientServerOptions {

@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
 import type { NodeId } from '../raft/types.js';
-import { decodeFrame, encodeFrame } from './codec.js';
+import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseAuth } from './peer-handshake.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
 

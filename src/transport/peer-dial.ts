@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import type { NodeId } from '../raft/types.js';
-import { decodeFrame, encodeFrame } from './codec.js';
+import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import type { LinkNonces } from './peer-frames.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseHello, parseWelcome } from './peer-handshake.js';
 import { CLOSE, type ResolvedPeerOptions } from './peer-options.js';

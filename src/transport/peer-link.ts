@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import type { Message, NodeId } from '../raft/types.js';
-import { decodeFrame, encodeFrame } from './codec.js';
+import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { FRAME_TAG_BYTES, FrameAuth, type LinkNonces } from './peer-frames.js';
 import { CLOSE, type PeerTransportStats, type ResolvedPeerOptions } from './peer-options.js';
 import { parseRaftMessage } from './raft-message.js';

@@ -5,8 +5,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { rpc } from '../../src/transport/rpc.js';
-import type { NodeStatus } from '../../src/transport/client-protocol.js';
+import { rpc } from '../../src/protocol/rpc.js';
+import type { NodeStatus } from '../../src/protocol/client-protocol.js';
 import { CLI, agreedLeader, freePorts, signalNode, sleep, startNode } from '../support/node-process.js';
 import { ProxyMesh } from './proxy.js';
 

@@ -8,7 +8,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import { LockClient, type LockClientOptions } from '../../src/client/index.js';
-import type { ServerEvent, WireError } from '../../src/transport/client-protocol.js';
+import type { ServerEvent, WireError } from '../../src/protocol/client-protocol.js';
 
 const packr = new Packr({ useRecords: false });
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { pino } from 'pino';
 import { PeerTransport } from '../../src/transport/peer.js';
-import { encodeFrame } from '../../src/transport/codec.js';
+import { encodeFrame } from '../../src/protocol/codec.js';
 import { TestCluster, sleep } from '../support/cluster.js';
 import { RawClient, RawSession } from '../support/raw-client.js';
 

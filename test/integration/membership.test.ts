@@ -5,8 +5,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockClient } from '../../src/client/index.js';
-import { rpc } from '../../src/transport/rpc.js';
-import type { MemberInfo, NodeStatus } from '../../src/transport/client-protocol.js';
+import { rpc } from '../../src/protocol/rpc.js';
+import type { MemberInfo, NodeStatus } from '../../src/protocol/client-protocol.js';
 import { TestCluster, until } from '../support/cluster.js';
 
 let c: TestCluster;

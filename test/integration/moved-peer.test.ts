@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, test } from 'node:test';
-import { rpc } from '../../src/transport/rpc.js';
-import type { NodeStatus } from '../../src/transport/client-protocol.js';
+import { rpc } from '../../src/protocol/rpc.js';
+import type { NodeStatus } from '../../src/protocol/client-protocol.js';
 import { TestCluster, freePort, until } from '../support/cluster.js';
 
 let c: TestCluster | null = null;

@@ -8,8 +8,8 @@ import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { LockClient } from '../../src/client/index.js';
 import { FencedRegister, StaleTokenError } from '../../src/fence/index.js';
-import { rpc } from '../../src/transport/rpc.js';
-import type { MemberInfo } from '../../src/transport/client-protocol.js';
+import { rpc } from '../../src/protocol/rpc.js';
+import type { MemberInfo } from '../../src/protocol/client-protocol.js';
 import { CLI, TestCluster, until } from '../support/cluster.js';
 
 const run = promisify(execFile);

@@ -4,7 +4,7 @@
 // (This was the flaky "n2 is not a member" in membership.test.ts under load.)
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { rpc, RpcError } from '../../src/transport/rpc.js';
+import { rpc, RpcError } from '../../src/protocol/rpc.js';
 import { TestCluster, until } from '../support/cluster.js';
 
 let c: TestCluster;

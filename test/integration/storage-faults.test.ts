@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { TestCluster, until } from '../support/cluster.js';
 import { RawClient, RawSession } from '../support/raw-client.js';
-import { rpc } from '../../src/transport/rpc.js';
-import type { MemberInfo } from '../../src/transport/client-protocol.js';
+import { rpc } from '../../src/protocol/rpc.js';
+import type { MemberInfo } from '../../src/protocol/client-protocol.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import { rpc } from '../../src/transport/rpc.js';
+import { rpc } from '../../src/protocol/rpc.js';
 import { CLI, TestCluster } from '../support/cluster.js';
 
 const run = promisify(execFile);

@@ -2,7 +2,7 @@
 // the lock table pages, and the event stream reports changes within a second.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { rpc } from '../../src/transport/rpc.js';
+import { rpc } from '../../src/protocol/rpc.js';
 import { TestCluster, until } from '../support/cluster.js';
 import { getJson, SseReader } from './helpers.js';
 

@@ -2,7 +2,7 @@
 // carries the series operators alert on, with values that follow what the test did.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { rpc, RpcError } from '../../src/transport/rpc.js';
+import { rpc, RpcError } from '../../src/protocol/rpc.js';
 import { LockClient } from '../../src/client/index.js';
 import { TestCluster, until } from '../support/cluster.js';
 import { find, metricsOf, value, type Exposition } from './helpers.js';

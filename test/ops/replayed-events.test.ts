@@ -2,7 +2,7 @@
 // API marks them `replayed`, and events that happen after the restart are not marked.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { rpc } from '../../src/transport/rpc.js';
+import { rpc } from '../../src/protocol/rpc.js';
 import { TestCluster, until } from '../support/cluster.js';
 import { getJson } from './helpers.js';
 

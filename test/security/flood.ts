@@ -5,7 +5,7 @@
 // at its client port after hello. Prints one JSON line of what it sent.
 //   node --import tsx test/security/flood.ts '{"clientUrl":..,"peerUrl":..,"durationMs":..,"token":..}'
 import WebSocket from 'ws';
-import { encodeFrame } from '../../src/transport/codec.js';
+import { encodeFrame } from '../../src/protocol/codec.js';
 
 interface FloodPlan {
   readonly clientUrl: string;

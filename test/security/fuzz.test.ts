@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import WebSocket from 'ws';
 import { LockClient } from '../../src/client/index.js';
-import { encodeFrame } from '../../src/transport/codec.js';
+import { encodeFrame } from '../../src/protocol/codec.js';
 import { TestCluster, sleep } from '../support/cluster.js';
 import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS } from '../support/fuzz-targets.js';
 import { dialAsPeer, type PeerSocket } from '../support/peer-dialer.js';

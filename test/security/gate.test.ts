@@ -7,7 +7,7 @@ import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, 
 import { ClientGate } from '../../src/server/client-gate.js';
 import { ConfigError, validateConfig, type ClusterConfig } from '../../src/config/cluster-config.js';
 import { acquireLimitProblem, type MachineView } from '../../src/server/limits.js';
-import { OPS, type Request } from '../../src/transport/client-protocol.js';
+import { OPS, type Request } from '../../src/protocol/client-protocol.js';
 import { TokenBucket } from '../../src/transport/rate-limit.js';
 import { captureLogger } from '../transport/helpers.js';
 

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { encodeFrame } from '../../src/transport/codec.js';
+import { encodeFrame } from '../../src/protocol/codec.js';
 import { NONCE_BYTES, PEER_PROTOCOL_VERSION } from '../../src/transport/peer-handshake.js';
 import { TestCluster, sleep } from '../support/cluster.js';
 

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import type { Message, NodeId } from '../../src/raft/types.js';
 import { ClientServer } from '../../src/transport/client-server.js';
 import type { PeerTransport, PeerTransportOptions } from '../../src/transport/peer.js';
-import { rpc, RpcError } from '../../src/transport/rpc.js';
+import { rpc, RpcError } from '../../src/protocol/rpc.js';
 import { loadTlsMaterial, type TlsMaterial } from '../../src/transport/tls.js';
 import { WARN, captureLogger, testPeerTransport, waitFor, type LogLine } from '../transport/helpers.js';
 import { makePki, type TestPki } from './certs.js';

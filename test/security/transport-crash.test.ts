@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { encodeFrame } from '../../src/transport/codec.js';
+import { encodeFrame } from '../../src/protocol/codec.js';
 import { NONCE_BYTES, PEER_PROTOCOL_VERSION } from '../../src/transport/peer-handshake.js';
 import { TestCluster } from '../support/cluster.js';
 import { RawClient } from '../support/raw-client.js';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Forwarder, type ForwardCore, type PeerApp } from '../../src/server/forwarding.js';
 import { fail, type Answer } from '../../src/server/wire.js';
-import type { Request } from '../../src/transport/client-protocol.js';
+import type { Request } from '../../src/protocol/client-protocol.js';
 
 interface Node {
   fwd: Forwarder;

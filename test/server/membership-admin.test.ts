@@ -8,7 +8,7 @@ import { MemberDirectory } from '../../src/server/members.js';
 import { MembershipAdmin } from '../../src/server/membership-admin.js';
 import { ProposalTracker } from '../../src/server/proposals.js';
 import type { Answer } from '../../src/server/wire.js';
-import type { Request } from '../../src/transport/client-protocol.js';
+import type { Request } from '../../src/protocol/client-protocol.js';
 
 const urls = (id: string) => ({ peerUrl: `ws://127.0.0.1:1${id.slice(1)}01`, clientUrl: `ws://127.0.0.1:1${id.slice(1)}02` });
 

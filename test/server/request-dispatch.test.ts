@@ -15,7 +15,7 @@ import { AppliedWaiters, ReadUnavailable, type ReadIndexBatcher } from '../../sr
 import { RequestDispatcher } from '../../src/server/request-dispatch.js';
 import { Subscriptions } from '../../src/server/subscriptions.js';
 import type { Answer } from '../../src/server/wire.js';
-import type { NodeStatus, Request } from '../../src/transport/client-protocol.js';
+import type { NodeStatus, Request } from '../../src/protocol/client-protocol.js';
 
 const cfg = validateConfig(
   {

@@ -4,8 +4,8 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rpc, type RpcCredentials } from '../../src/transport/rpc.js';
-import type { NodeStatus } from '../../src/transport/client-protocol.js';
+import { rpc, type RpcCredentials } from '../../src/protocol/rpc.js';
+import type { NodeStatus } from '../../src/protocol/client-protocol.js';
 import { agreedLeader, freePort, logTail, signalNode, sleep, startNode } from './node-process.js';
 
 export { CLI, ROOT, freePort, sleep, until } from './node-process.js';

@@ -11,11 +11,11 @@ import type { Message } from '../../src/raft/types.js';
 import { ClientGate } from '../../src/server/client-gate.js';
 import { ConfigError, validateConfig } from '../../src/config/cluster-config.js';
 import { CorruptValue, decodeEntry, decodeHardState, decodeMeta, decodeSnapshotRecord, encodeEntry, encodeHardState, encodeMeta, encodeSnapshotRecord } from '../../src/storage/records.js';
-import type { ServerFrame } from '../../src/transport/client-protocol.js';
-import { FrameError, decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import type { ServerFrame } from '../../src/protocol/client-protocol.js';
+import { FrameError, decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { PEER_PROTOCOL_VERSION, newNonce, parseAuth, parseHello, parseWelcome } from '../../src/transport/peer-handshake.js';
 import { parseRaftMessage } from '../../src/transport/raft-message.js';
-import { isRequestError, parseRequest, parseServerFrame } from '../../src/transport/validate.js';
+import { isRequestError, parseRequest, parseServerFrame } from '../../src/protocol/validate.js';
 import { pino } from 'pino';
 import { RAFT_MESSAGE_WITH_EVERY_FIELD, VALID_REQUESTS } from '../transport/examples.js';
 

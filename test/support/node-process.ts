@@ -7,8 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
-import { rpc, type RpcCredentials } from '../../src/transport/rpc.js';
-import type { NodeStatus } from '../../src/transport/client-protocol.js';
+import { rpc, type RpcCredentials } from '../../src/protocol/rpc.js';
+import type { NodeStatus } from '../../src/protocol/client-protocol.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 /** The built entry point (`npm run build`): the nodes run what a user runs. */

@@ -3,7 +3,7 @@
 // how hostile input reaches the code behind the handshake (the frame and Raft message
 // validation), which an outsider never gets to.
 import WebSocket, { type ClientOptions } from 'ws';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { FrameAuth } from '../../src/transport/peer-frames.js';
 import { PEER_PROTOCOL_VERSION, dialerMac, newNonce, parseHello } from '../../src/transport/peer-handshake.js';
 

@@ -1,8 +1,8 @@
 // A bare client-protocol connection for integration tests that check the server itself:
 // it sends exactly the frames a test asks for and records every event pushed to it.
 import WebSocket, { type ClientOptions } from 'ws';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
-import type { ServerEvent, WireError } from '../../src/transport/client-protocol.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
+import type { ServerEvent, WireError } from '../../src/protocol/client-protocol.js';
 
 export type Reply = { ok: true; result: any } | { ok: false; error: WireError };
 

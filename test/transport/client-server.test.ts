@@ -3,9 +3,9 @@ import type { Socket } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { WebSocket } from 'ws';
-import { CLOSE_CODES, type Request, type ServerFrame } from '../../src/transport/client-protocol.js';
+import { CLOSE_CODES, type Request, type ServerFrame } from '../../src/protocol/client-protocol.js';
 import { ClientServer, type ClientConnection, type ClientServerOptions } from '../../src/transport/client-server.js';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { WARN, captureLogger, waitFor, type LogLine } from './helpers.js';
 
 interface Harness {

@@ -1,7 +1,7 @@
 // Valid examples of what crosses the wire, shared by the validator tests (each must be
 // accepted unchanged) and the fuzz targets (the seeds that mutated inputs start from).
 import type { Message } from '../../src/raft/types.js';
-import type { Request } from '../../src/transport/client-protocol.js';
+import type { Request } from '../../src/protocol/client-protocol.js';
 
 const bin = (...b: number[]): Uint8Array => new Uint8Array(b);
 const seq = { session: 42, seq: 3, ackedSeq: 2 };

@@ -7,7 +7,7 @@ import { createServer, connect as tcpConnect, type Server, type Socket } from 'n
 import { afterEach, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Message, NodeId } from '../../src/raft/types.js';
-import { encodeFrame } from '../../src/transport/codec.js';
+import { encodeFrame } from '../../src/protocol/codec.js';
 import { FrameAuth } from '../../src/transport/peer-frames.js';
 import type { PeerTransport } from '../../src/transport/peer.js';
 import { testPeerTransport, waitFor } from './helpers.js';

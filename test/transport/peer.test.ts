@@ -4,7 +4,7 @@ import { afterEach, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Message, NodeId } from '../../src/raft/types.js';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, newNonce, parseAuth } from '../../src/transport/peer-handshake.js';
 import type { PeerTransport, PeerTransportOptions } from '../../src/transport/peer.js';
 import { WARN, testPeerTransport, waitFor, type LogLine } from './helpers.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { Message } from '../../src/raft/types.js';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { parseRaftMessage } from '../../src/transport/raft-message.js';
 import { RAFT_MESSAGE_WITH_EVERY_FIELD } from './examples.js';
 

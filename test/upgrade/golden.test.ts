@@ -15,9 +15,9 @@ import { DEFAULT_MACHINE_CONFIG, type LockMachine } from '../../src/lockfsm/inde
 import { RaftStorage } from '../../src/storage/index.js';
 import { META_KEY } from '../../src/storage/keys.js';
 import { decodeMeta, encodeValue } from '../../src/storage/records.js';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
-import { rpc } from '../../src/transport/rpc.js';
-import { isRequestError, parseRequest } from '../../src/transport/validate.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
+import { rpc } from '../../src/protocol/rpc.js';
+import { isRequestError, parseRequest } from '../../src/protocol/validate.js';
 import { TestCluster } from '../support/cluster.js';
 import { RawClient } from '../support/raw-client.js';
 import { FIXTURE_CLUSTER_ID, SESSION_SCRIPT } from '../fixtures/session-script.js';

@@ -1,6 +1,6 @@
 // What the HTTP/JSON API needs of a node: the websocket port's gate and dispatch, nothing
 // more. PalisadeNode implements it (node.ts apiNode()); tests may fake it.
-import type { Request } from '../../transport/client-protocol.js';
+import type { Request } from '../../protocol/client-protocol.js';
 import type { ClientGate, ConnectionGate } from '../client-gate.js';
 import type { EventSink, Subscriptions } from '../subscriptions.js';
 import type { Answer } from '../wire.js';

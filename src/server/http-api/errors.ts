@@ -2,7 +2,7 @@
 // error answer. The codes are the websocket protocol's (docs/protocol.md §9); the status only
 // tells generic HTTP clients and proxies what kind of failure it is.
 import type { ServerResponse } from 'node:http';
-import type { ErrorCode, WireError } from '../../transport/client-protocol.js';
+import type { ErrorCode, WireError } from '../../protocol/client-protocol.js';
 import { toJsonTokens } from './json-wire.js';
 
 const STATUS: Readonly<Record<ErrorCode, number>> = {

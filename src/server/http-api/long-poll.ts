@@ -5,7 +5,7 @@
 // wait of a gone request stays queued. The withdrawal uses seq + 1 of the session: a
 // long-poll acquire takes two seqs (docs/http-api.md), and a retry of it with the same seq
 // retries the withdrawal with the same seq too, so retries stay exactly-once.
-import type { Request, ServerEvent } from '../../transport/client-protocol.js';
+import type { Request, ServerEvent } from '../../protocol/client-protocol.js';
 import type { ConnectionGate } from '../client-gate.js';
 import type { EventSink } from '../subscriptions.js';
 import { fail, type Answer } from '../wire.js';

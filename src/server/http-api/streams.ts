@@ -11,7 +11,7 @@
 // Resuming after a lost stream (another node, a leader change) is a new stream: its
 // snapshot is the state to resume from, and it names the index it reflects.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request, ServerEvent } from '../../transport/client-protocol.js';
+import type { Request, ServerEvent } from '../../protocol/client-protocol.js';
 import type { ConnectionGate } from '../client-gate.js';
 import type { EventSink } from '../subscriptions.js';
 import type { ApiNode } from './api-node.js';

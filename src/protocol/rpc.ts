@@ -1,5 +1,6 @@
 // One-shot requests to a node's client port, for CLI commands that need no session
-// (status, locks, get). Sessions and retries live in the SDK.
+// (status, locks, get) and for a joining node. Sessions and retries live in the SDK. It is
+// the protocol's simplest client, not the node's networking, so it lives here.
 import WebSocket from 'ws';
 import { decodeFrame, encodeFrame } from './codec.js';
 import { PROTOCOL_VERSION, type RequestBody, type Response } from './client-protocol.js';

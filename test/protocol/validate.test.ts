@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { MAX_STRING_BYTES, OPS, type ServerFrame } from '../../src/transport/client-protocol.js';
-import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
+import { MAX_STRING_BYTES, OPS, type ServerFrame } from '../../src/protocol/client-protocol.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import {
   isInvalidServerFrame,
   isRequestError,
   parseRequest,
   parseServerFrame,
   type ParsedRequest,
-} from '../../src/transport/validate.js';
-import { VALID_REQUESTS as VALID } from './examples.js';
+} from '../../src/protocol/validate.js';
+import { VALID_REQUESTS as VALID } from '../transport/examples.js';
 
 const bin = (...b: number[]): Uint8Array => new Uint8Array(b);
 const seq = { session: 42, seq: 3, ackedSeq: 2 };

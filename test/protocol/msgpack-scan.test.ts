@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { performance } from 'node:perf_hooks';
 import fc from 'fast-check';
-import { FrameError, OBJECTS_BASE, decodeFrame, encodeFrame, maxObjectsFor } from '../../src/transport/codec.js';
-import { peekRequestId, scanMsgpack } from '../../src/transport/msgpack-scan.js';
-import { recoverRequestId } from '../../src/transport/validate.js';
+import { FrameError, OBJECTS_BASE, decodeFrame, encodeFrame, maxObjectsFor } from '../../src/protocol/codec.js';
+import { peekRequestId, scanMsgpack } from '../../src/protocol/msgpack-scan.js';
+import { recoverRequestId } from '../../src/protocol/validate.js';
 
 /** array32 header followed by `n` copies of `item`. */
 function arrayOf(n: number, item: number[]): Uint8Array {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { FrameError, MAX_FRAME_DEPTH, decodeFrame, encodeFrame } from '../../src/transport/codec.js';
-import { scanMsgpack } from '../../src/transport/msgpack-scan.js';
+import { FrameError, MAX_FRAME_DEPTH, decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
+import { scanMsgpack } from '../../src/protocol/msgpack-scan.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 const bytesOf = (...b: number[]): Uint8Array => new Uint8Array(b);
