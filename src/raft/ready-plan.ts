@@ -1,7 +1,7 @@
 // How a driver carries out one Ready: which messages may leave before the local write, what
 // that write holds, and which messages must wait until it is durable. The rule lives here,
-// in the pure core (as etcd keeps MustSync in its raft package), so that production's
-// RaftDriver and the simulator follow the same one and every sim seed checks it.
+// in the pure core (as etcd keeps MustSync in its raft package). Production's RaftDriver
+// carries it out, and the simulator runs that same RaftDriver, so every sim seed checks it.
 import type { Entry, HardState, Message, Ready, Snapshot } from './types.js';
 
 /** What must be durable before `sendAfterWrite` leaves. */

@@ -114,14 +114,18 @@ export interface ReadState {
 }
 
 /**
- * One batch of work for the driver. Order of duties (see ReadyPlanner, which decides 1-3):
- * 1. send the leader's replication (AppendEntries, heartbeats, snapshot chunks, TimeoutNow):
- *    it promises nothing about this node's disk (thesis §10.2.1);
- * 2. install `snapshot`, append `entries` and write `hardState` durably, in one sync batch
- *    (a Ready that only moves the commit index may skip the write: it is recoverable);
- * 3. only then send the other `messages` (votes and append acknowledgements are promises
- *    about step 2);
- * 4. apply `committedEntries` and serve `readStates` once applied;
+ * One batch of work for the driver. Order of duties (ReadyPlanner decides 1-3; RaftDriver,
+ * which production and the simulator both run, does them in this order):
+ * 1. send the leader's replication (AppendEntries, heartbeats, snapshot chunks, TimeoutNow)
+ *    BEFORE the write: it promises nothing about this node's disk (thesis §10.2.1), and the
+ *    leader counts its own entries towards a commit only in a later Ready;
+ * 2. store `snapshot`, append `entries` and write `hardState` durably, in one sync batch
+ *    (a Ready that only moves the commit index skips the write: the commit index is
+ *    recoverable, and rides with the next write);
+ * 3. only once that write is durable, send the other `messages` (votes and append
+ *    acknowledgements are promises about step 2);
+ * 4. take `softState`, restore the state machine from `snapshot`, apply `committedEntries`,
+ *    then serve `readStates` (applied up to their index);
  * 5. call `advance(ready)`.
  */
 export interface Ready {

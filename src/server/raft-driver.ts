@@ -1,14 +1,15 @@
-// Drives the pure Raft core with real time and real storage: a tick timer, and a loop that
-// takes each Ready, persists it with one synchronous LevelDB batch (group commit: whatever
-// was proposed while the previous fsync ran goes into the next one), sends its messages,
-// applies its committed entries and calls advance().
+// Drives the pure Raft core: a tick timer, and a loop that takes each Ready, persists it
+// with one synchronous batch (group commit: whatever was proposed while the previous fsync
+// ran goes into the next one), sends its messages, applies its committed entries and calls
+// advance().
 //
 // Which messages leave before the write and what the write holds is decided by the core's
-// ReadyPlanner (docs/internals.md, "The Ready loop"); the simulator follows the same plan.
-import type { Logger } from 'pino';
-import { ReadyPlanner, type RaftNode } from '../raft/index.js';
-import type { Entry, Message, ReadState, Snapshot, SoftState } from '../raft/index.js';
-import type { RaftStorage } from '../storage/index.js';
+// ReadyPlanner (docs/internals.md, "The Ready loop"). The clock, the timers and the storage
+// are seams (DriverTimers, DriverStorage): production passes Node's timers and LevelDB; the
+// simulator (test/sim) passes its virtual clock and an in-memory store that is durable on
+// return, so every sim seed runs this very loop.
+import { ReadyPlanner, type RaftNode, type ReadyPlan, type ReadyWrite } from '../raft/index.js';
+import type { Entry, Message, Ready, ReadState, Snapshot, SoftState } from '../raft/index.js';
 
 export interface DriverHooks {
   send(msgs: readonly Message[]): void;
@@ -25,36 +26,68 @@ export interface DriverHooks {
   fatal(err: Error): void;
 }
 
+/** Where a Ready's write goes. A promise: the driver waits for it before anything that
+ *  depends on the write (LevelDB). undefined: the write was durable on return (the
+ *  simulator's store), and the driver carries on in the same call. */
+export interface DriverStorage {
+  save(w: ReadyWrite): Promise<void> | void;
+}
+
+/** How the driver is scheduled. */
+export interface DriverTimers {
+  /** Run `fn` once the current work is done (production: the next event-loop turn). */
+  soon(fn: () => void): void;
+  /** Call `fn` every `ms`; returns what cancels it. */
+  every(ms: number, fn: () => void): () => void;
+}
+
+export const nodeTimers: DriverTimers = {
+  soon: (fn) => void setImmediate(fn),
+  every: (ms, fn) => {
+    const t = setInterval(fn, ms);
+    return () => clearInterval(t);
+  },
+};
+
+/** What the driver logs (a pino Logger is one). */
+export interface DriverLog {
+  error(obj: object, msg: string): void;
+}
+
 export class RaftDriver {
-  private timer: NodeJS.Timeout | null = null;
+  private cancelTick: (() => void) | null = null;
   private running = false;
   private scheduled = false;
   private stopped = false;
   private lastTick = 0;
   private idleWaiters: (() => void)[] = [];
+  /** stop() waiting for the Ready in progress to finish. */
+  private loopWaiters: (() => void)[] = [];
   private readonly planner: ReadyPlanner;
   /** Counters for benchmarks and metrics. */
   readonly stats = { readies: 0, fsyncBatches: 0, entriesPersisted: 0, entriesApplied: 0 };
 
   constructor(
     readonly raft: RaftNode,
-    private readonly storage: RaftStorage,
+    private readonly storage: DriverStorage,
     private readonly hooks: DriverHooks,
     private readonly tickMs: number,
     private readonly electionTimeoutMs: number,
-    private readonly log: Logger,
+    private readonly log: DriverLog,
     private readonly now: () => number,
+    private readonly timers: DriverTimers = nodeTimers,
   ) {
     this.planner = new ReadyPlanner(raft.hardState());
   }
 
   start(): void {
     this.lastTick = this.now();
-    this.timer = setInterval(() => this.onTick(), this.tickMs);
+    this.cancelTick = this.timers.every(this.tickMs, () => this.tick());
     this.kick();
   }
 
-  private onTick(): void {
+  /** One tick of the core (the tick timer calls it). */
+  tick(): void {
     const t = this.now();
     const gap = t - this.lastTick;
     this.lastTick = t;
@@ -68,49 +101,84 @@ export class RaftDriver {
   kick(): void {
     if (this.scheduled || this.running || this.stopped) return;
     this.scheduled = true;
-    setImmediate(() => {
+    this.timers.soon(() => {
       this.scheduled = false;
-      void this.loop();
+      if (this.running || this.stopped) return;
+      this.running = true;
+      this.process();
     });
   }
 
-  private async loop(): Promise<void> {
-    if (this.running || this.stopped) return;
-    this.running = true;
+  /** How this Ready is carried out: the core's plan (a test may plant a wrong one). */
+  protected plan(rd: Ready): ReadyPlan {
+    return this.planner.plan(rd);
+  }
+
+  /** Process Readys until none is left; returns early while a write is in flight, and
+   *  resumes (finish, then process again) once it is durable. */
+  private process(): void {
     try {
       while (!this.stopped && this.raft.hasReady()) {
         const rd = this.raft.ready();
         this.stats.readies++;
-        const plan = this.planner.plan(rd);
+        const plan = this.plan(rd);
         if (plan.sendFirst.length) this.hooks.send(plan.sendFirst);
-        if (plan.write) {
-          await this.storage.save(plan.write);
-          this.planner.written(plan.write);
-          this.stats.fsyncBatches++;
-          this.stats.entriesPersisted += plan.write.entries.length;
+        const pending = plan.write ? this.storage.save(plan.write) : undefined;
+        if (pending) {
+          pending.then(
+            () => this.resume(rd, plan),
+            (err: unknown) => this.fail(err),
+          );
+          return;
         }
-        if (this.stopped) break;
-        if (plan.sendAfterWrite.length) this.hooks.send(plan.sendAfterWrite);
-        if (rd.softState) this.hooks.softState(rd.softState);
-        if (rd.snapshot) this.hooks.installSnapshot(rd.snapshot);
-        if (rd.committedEntries.length) {
-          this.hooks.apply(rd.committedEntries);
-          this.stats.entriesApplied += rd.committedEntries.length;
-        }
-        if (rd.readStates.length || rd.droppedReads.length) this.hooks.readStates(rd.readStates, rd.droppedReads);
-        this.raft.advance(rd);
-        this.hooks.afterAdvance();
+        this.finish(rd, plan);
       }
     } catch (e) {
-      // A failed fsync leaves us unable to promise durability: stop rather than go on.
-      this.log.error({ err: e }, 'raft driver failed');
-      this.hooks.fatal(e as Error);
+      this.fail(e);
       return;
-    } finally {
-      this.running = false;
     }
+    this.running = false;
+    for (const w of this.loopWaiters.splice(0)) w();
     if (this.raft.hasReady() && !this.stopped) this.kick();
     else for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  private resume(rd: Ready, plan: ReadyPlan): void {
+    try {
+      this.finish(rd, plan);
+    } catch (e) {
+      this.fail(e);
+      return;
+    }
+    this.process();
+  }
+
+  /** The rest of a Ready once its write (if any) is durable. */
+  private finish(rd: Ready, plan: ReadyPlan): void {
+    if (plan.write) {
+      this.planner.written(plan.write);
+      this.stats.fsyncBatches++;
+      this.stats.entriesPersisted += plan.write.entries.length;
+    }
+    if (this.stopped) return;
+    if (plan.sendAfterWrite.length) this.hooks.send(plan.sendAfterWrite);
+    if (rd.softState) this.hooks.softState(rd.softState);
+    if (rd.snapshot) this.hooks.installSnapshot(rd.snapshot);
+    if (rd.committedEntries.length) {
+      this.hooks.apply(rd.committedEntries);
+      this.stats.entriesApplied += rd.committedEntries.length;
+    }
+    if (rd.readStates.length || rd.droppedReads.length) this.hooks.readStates(rd.readStates, rd.droppedReads);
+    this.raft.advance(rd);
+    this.hooks.afterAdvance();
+  }
+
+  /** A failed write leaves us unable to promise durability: stop rather than go on. */
+  private fail(e: unknown): void {
+    this.running = false;
+    for (const w of this.loopWaiters.splice(0)) w();
+    this.log.error({ err: e }, 'raft driver failed');
+    this.hooks.fatal(e as Error);
   }
 
   /** Resolves once no Ready is pending or being processed. */
@@ -120,14 +188,14 @@ export class RaftDriver {
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    while (this.running) await new Promise((r) => setTimeout(r, 1));
+    this.cancelTick?.();
+    this.cancelTick = null;
+    while (this.running) await new Promise<void>((r) => this.loopWaiters.push(r));
     this.stopped = true;
     // Keep the latest commit index on a clean stop, so a restart applies up to it at once.
     const hardState = this.planner.unwritten();
     if (hardState) {
-      await this.storage.save({ hardState, entries: [] }).catch(() => {});
+      await Promise.resolve(this.storage.save({ hardState, entries: [] })).catch(() => {});
       this.planner.written({ hardState, entries: [] });
     }
     for (const w of this.idleWaiters.splice(0)) w();

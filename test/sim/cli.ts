@@ -4,7 +4,8 @@
 //   --nodes     cluster size (default: 3 for even seeds, 5 for odd ones)
 //   --steps     simulated steps of the faulty phase (default 4000)
 //   --trace     print each run's events (elections, partitions, crashes, commits)
-//   --plant     run a deliberately wrong driver (acksBeforeWrite) to see the checker catch it
+//   --plant     run a deliberately wrong RaftDriver (acksBeforeWrite: acknowledgements sent
+//               before the write) to see the checker catch it
 //   --storage-faults protected|unprotected   a restarted node may come back with a shorter
 //               log than it acknowledged or no data; protected: it refuses to start
 import { DEFAULT_STEPS, nodesFor, replayCommand, runSeed, type PlantedBug, type SimResult } from './cluster.js';

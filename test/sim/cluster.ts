@@ -3,8 +3,14 @@
 // crash (losing whatever they had not persisted), restart from their durable store, pause
 // and suffer clock jumps, snapshots sent in chunks, clients that propose and read, and an
 // operator that changes membership. Every step is followed by the safety checks.
-import { decodeConfChange, RaftNode, ReadyPlanner, type ReadyPlan } from '../../src/raft/index.js';
-import type { ConfChange, ConfState, Entry, Message, NodeId, RaftConfig, Ready, Snapshot } from '../../src/raft/index.js';
+//
+// Each node runs production's RaftDriver (src/server/raft-driver.ts), with the simulator's
+// clock, timers and an in-memory store injected at the driver's seams: the store is durable
+// when save() returns and `soon` runs at once, so the driver carries out each Ready within
+// the simulator's step, deterministically, by the very code (and ordering) production runs.
+import { decodeConfChange, RaftNode, type ReadyPlan, type ReadyWrite } from '../../src/raft/index.js';
+import type { ConfChange, ConfState, Entry, Message, NodeId, RaftConfig, Ready, Snapshot, SoftState } from '../../src/raft/index.js';
+import { RaftDriver, type DriverHooks, type DriverTimers } from '../../src/server/raft-driver.js';
 import { Checker, Violation } from './checker.js';
 import { EventHeap } from './heap.js';
 import { Prng } from '../support/prng.js';
@@ -37,14 +43,21 @@ export interface SimOptions {
   storageFaults?: 'protected' | 'unprotected';
 }
 
-/** `acksBeforeWrite`: every message leaves before the Ready's write, votes and append
- *  acknowledgements included (a driver that ignores the ReadyPlanner's ordering). */
+/** `acksBeforeWrite`: the driver sends every message before the Ready's write, votes and
+ *  append acknowledgements included (a RaftDriver that ignores the ReadyPlanner's ordering). */
 export type PlantedBug = 'acksBeforeWrite';
 
-function plantedOrdering(plan: ReadyPlan, plant: PlantedBug | undefined): ReadyPlan {
-  if (plant !== 'acksBeforeWrite' || plan.sendAfterWrite.length === 0) return plan;
-  return { sendFirst: [...plan.sendFirst, ...plan.sendAfterWrite], write: plan.write, sendAfterWrite: [] };
+/** Production's driver with the planted bug: the same loop, every message sent first. */
+class AcksBeforeWriteDriver extends RaftDriver {
+  protected override plan(rd: Ready): ReadyPlan {
+    const plan = super.plan(rd);
+    if (plan.sendAfterWrite.length === 0) return plan;
+    return { sendFirst: [...plan.sendFirst, ...plan.sendAfterWrite], write: plan.write, sendAfterWrite: [] };
+  }
 }
+
+/** The driver logs only its own failure, which the simulator rethrows (fatal). */
+const SILENT = { error: () => {} };
 
 /** A node's replicated state machine, as the simulator drives and checks it. */
 export interface SimMachine {
@@ -110,6 +123,12 @@ type CrashPoint = 'beforePersist' | 'afterPersist' | 'afterSend';
 class SimNode {
   readonly store = new Store();
   raft: RaftNode | null = null;
+  /** Production's driver over `raft`; null while the node is down. */
+  driver: RaftDriver | null = null;
+  /** The driver's tick (what its timer would call every TICK_MS). */
+  tickFn: (() => void) | null = null;
+  /** Readys processed since the simulator last kicked this node's driver. */
+  rounds = 0;
   state: NodeState = 'down';
   /** Set by Sim.start before the node runs. */
   sm!: SimMachine;
@@ -118,8 +137,6 @@ class SimNode {
   /** Ticks missed while paused (delivered at once on resume: a clock jump). */
   missedTicks = 0;
   crashAt: CrashPoint | null = null;
-  /** The driver's plan of each Ready (which hard state is durable); new at every start. */
-  planner = new ReadyPlanner({ term: 0, vote: null, commit: 0 });
   lastCommit = 0;
   incarnation = 0;
   prevRole = '';
@@ -307,7 +324,6 @@ export class Sim {
         applied: s.snapshotIndex,
       },
     );
-    n.planner = new ReadyPlanner(s.hardState);
     n.sm = s.snapshot ? this.machines.restore(n.id, s.snapshot.data) : this.machines.create(n.id);
     if (s.snapshot) {
       if (n.sm.index !== s.snapshot.meta.index) this.check.fail(`${n.id}: snapshot data at ${n.sm.index} but meta at ${s.snapshot.meta.index}`);
@@ -320,13 +336,17 @@ export class Sim {
     n.lastCommit = n.raft.log.committed;
     n.incarnation++;
     n.prevRole = n.raft.role;
-    this.drive(n);
+    n.driver = this.newDriver(n, n.raft);
+    n.driver.start();
+    this.afterDrive(n);
   }
 
   private crash(n: SimNode, why: string): void {
     if (n.state === 'down' || n.state === 'off') return;
     this.log(`CRASH ${n.id} (${why}); store: term ${n.store.hardState.term}, last ${n.store.lastIndex()}, commit ${n.store.hardState.commit}`);
     n.raft = null;
+    n.driver = null;
+    n.tickFn = null;
     n.state = 'down';
     n.held = [];
     n.crashAt = null;
@@ -409,64 +429,113 @@ export class Sim {
 
   /** The node's timer fires `k` times at once (a stalled process catching up). */
   private clockJump(n: SimNode, k: number): void {
-    const r = n.raft;
-    if (!r || n.state !== 'up') return;
-    for (let i = 0; i < k; i++) r.tick();
-    this.drive(n);
+    for (let i = 0; i < k && n.state === 'up'; i++) this.tickNode(n);
   }
 
-  // ---- the driver: the Ready contract ---------------------------------------------
+  // ---- the driver: production's RaftDriver, at the simulator's seams ---------------
 
-  /** Carry out each Ready as production's RaftDriver does, by the core's ReadyPlanner: the
-   *  leader's replication leaves first, then the write, then the messages that depend on it,
-   *  then apply and advance; until the node has nothing more. A crash may fall between any
-   *  two steps, so every seed checks that ordering. */
-  private drive(n: SimNode): void {
-    let rounds = 0;
-    while (n.raft && n.state === 'up' && n.raft.hasReady()) {
-      const r = n.raft;
-      if (++rounds > 1000) this.check.fail(`${n.id}: Ready does not settle`);
-      const rd = r.ready();
-      this.check.checkEntries(n.id, r, rd.entries);
-      if (rd.softState) this.onSoftState(n, r, rd);
-      const plan = plantedOrdering(n.planner.plan(rd), this.plant);
-      for (const m of plan.sendFirst) this.send(m);
-      if (n.crashAt === 'beforePersist') return this.crash(n, 'before persisting a Ready');
-      if (plan.write) {
-        const w = plan.write;
-        if (r.role === 'leader' && w.entries.length && w.entries[0]!.index <= n.store.lastIndex()) {
-          // Leader Append-Only, on disk: a leader's new entries never replace persisted ones.
-          this.check.fail(`Leader Append-Only: leader ${n.id} (term ${r.term}) overwrites persisted entries from ${w.entries[0]!.index}`);
-        }
-        const err = n.store.persist(w);
-        if (err) this.check.fail(`${n.id} storage contract: ${err}`);
-        n.planner.written(w);
-      }
-      if (n.crashAt === 'afterPersist') return this.crash(n, 'after persisting, before sending');
-      for (const m of plan.sendAfterWrite) this.send(m);
-      if (n.crashAt === 'afterSend') return this.crash(n, 'after sending, before applying');
-      if (rd.snapshot) this.installSnapshot(n, rd.snapshot);
-      for (const e of rd.committedEntries) {
-        if (e.index !== n.sm.index + 1) this.check.fail(`${n.id}: applies ${e.index} after ${n.sm.index}`);
-        n.sm.apply(e);
-        this.check.checkApply(n.id, e, n.sm.digest());
-        if (e.type === 'conf') this.applyConf(n, r, e.index, e.data);
-        else this.onApplied(n, e.index, entryKey(e));
-      }
-      for (const rs of rd.readStates) this.onReadState(n, rs.index, rs.context);
-      for (const c of rd.droppedReads) this.onReadDropped(c);
-      r.advance(rd);
-      if (r.log.applied !== n.sm.index) this.check.fail(`${n.id}: raft applied ${r.log.applied}, state machine at ${n.sm.index}`);
-      this.trackCommit(n);
+  /** A driver for this incarnation of the node. Once the node crashes, whatever the old
+   *  driver still does (it may be inside a Ready) reaches nothing: a dead process sends
+   *  nothing, writes nothing and applies nothing. A crash may fall between any two steps of
+   *  a Ready (crashAt), so every seed checks the driver's ordering. */
+  private newDriver(n: SimNode, r: RaftNode): RaftDriver {
+    const inc = n.incarnation;
+    const live = (): boolean => n.incarnation === inc && n.raft === r;
+    /** The 'afterSend' crash: at the first step after the Ready's messages went out. */
+    const afterSend = (): boolean => {
+      if (live() && n.crashAt === 'afterSend') this.crash(n, 'after sending, before applying');
+      return live();
+    };
+    const hooks: DriverHooks = {
+      send: (msgs) => {
+        if (live()) for (const m of msgs) this.send(m);
+      },
+      softState: (st) => {
+        if (afterSend()) this.onSoftState(n, r, st);
+      },
+      installSnapshot: (snap) => {
+        if (afterSend()) this.installSnapshot(n, snap);
+      },
+      apply: (entries) => {
+        if (afterSend()) this.apply(n, r, entries);
+      },
+      readStates: (states, dropped) => {
+        if (!afterSend()) return;
+        for (const rs of states) this.onReadState(n, rs.index, rs.context);
+        for (const c of dropped) this.onReadDropped(c);
+      },
+      afterAdvance: () => {
+        if (!afterSend()) return;
+        if (++n.rounds > 1000) this.check.fail(`${n.id}: Ready does not settle`);
+        if (r.log.applied !== n.sm.index) this.check.fail(`${n.id}: raft applied ${r.log.applied}, state machine at ${n.sm.index}`);
+        this.trackCommit(n);
+      },
+      paused: () => {},
+      fatal: (err) => {
+        throw err; // a Violation raised in a hook ends the run with it
+      },
+    };
+    const timers: DriverTimers = {
+      soon: (fn) => fn(),
+      every: (_ms, fn) => {
+        n.tickFn = fn; // the simulator's tick events call it, with drift and pauses
+        return () => {
+          if (n.tickFn === fn) n.tickFn = null;
+        };
+      },
+    };
+    const storage = { save: (w: ReadyWrite): void => this.persist(n, r, w, live) };
+    const Driver = this.plant === 'acksBeforeWrite' ? AcksBeforeWriteDriver : RaftDriver;
+    return new Driver(r, storage, hooks, TICK_MS, this.electionTicks * TICK_MS, SILENT, () => this.now, timers);
+  }
+
+  /** The driver's write: durable when this returns, unless the node dies around it. */
+  private persist(n: SimNode, r: RaftNode, w: ReadyWrite, live: () => boolean): void {
+    if (!live()) return;
+    this.check.checkEntries(n.id, r, w.entries);
+    if (n.crashAt === 'beforePersist') return this.crash(n, 'before persisting a Ready');
+    if (r.role === 'leader' && w.entries.length && w.entries[0]!.index <= n.store.lastIndex()) {
+      // Leader Append-Only, on disk: a leader's new entries never replace persisted ones.
+      this.check.fail(`Leader Append-Only: leader ${n.id} (term ${r.term}) overwrites persisted entries from ${w.entries[0]!.index}`);
     }
+    const err = n.store.persist(w);
+    if (err) this.check.fail(`${n.id} storage contract: ${err}`);
+    if (n.crashAt === 'afterPersist') this.crash(n, 'after persisting, before sending');
+  }
+
+  private apply(n: SimNode, r: RaftNode, entries: readonly Entry[]): void {
+    for (const e of entries) {
+      if (e.index !== n.sm.index + 1) this.check.fail(`${n.id}: applies ${e.index} after ${n.sm.index}`);
+      n.sm.apply(e);
+      this.check.checkApply(n.id, e, n.sm.digest());
+      if (e.type === 'conf') this.applyConf(n, r, e.index, e.data);
+      else this.onApplied(n, e.index, entryKey(e));
+    }
+  }
+
+  /** Something changed in the node's core: its driver processes every Ready now. */
+  private drive(n: SimNode): void {
+    if (n.state !== 'up' || !n.driver) return;
+    n.driver.kick();
+    this.afterDrive(n);
+  }
+
+  /** One tick of the node's timer. */
+  private tickNode(n: SimNode): void {
+    if (n.state !== 'up' || !n.tickFn) return;
+    n.tickFn();
+    this.afterDrive(n);
+  }
+
+  private afterDrive(n: SimNode): void {
+    n.rounds = 0;
     if (n.raft && n.state === 'up') {
       this.trackCommit(n);
       this.maybeCompact(n);
     }
   }
 
-  private onSoftState(n: SimNode, r: RaftNode, rd: Ready): void {
-    const s = rd.softState!;
+  private onSoftState(n: SimNode, r: RaftNode, s: SoftState): void {
     if (s.role === 'leader') {
       this.log(`LEADER ${n.id} term ${r.term} (last ${r.log.lastIndex()}, commit ${r.log.committed})`);
       if (this.faultPhase && this.profile === 'leaderKiller' && this.rng.chance(0.3)) {
@@ -879,6 +948,8 @@ export class Sim {
           if (gone && stop) {
             gone.state = 'off';
             gone.raft = null;
+            gone.driver = null;
+            gone.tickFn = null;
           }
           this.opMode = 'idle';
           this.opTarget = null;
@@ -915,10 +986,7 @@ export class Sim {
         const n = this.nodes.get(ev.node)!;
         if (n.state === 'off') return;
         if (n.state === 'paused') n.missedTicks++;
-        else if (n.state === 'up' && n.raft) {
-          n.raft.tick();
-          this.drive(n);
-        }
+        else this.tickNode(n);
         // a little drift: nodes' clocks do not run at exactly the same rate
         this.at(TICK_MS + (this.rng.chance(0.1) ? this.rng.range(-2, 2) : 0), { kind: 'tick', node: ev.node });
         return;

@@ -1,0 +1,115 @@
+// RaftDriver with its seams injected: a storage whose writes complete when the test says
+// (as LevelDB's do, later), and timers the test runs by hand. What production's ordering
+// promises: the leader's AppendEntries leave before its own write; votes and append
+// acknowledgements only once the write is durable; a commit-only Ready writes nothing, and
+// a clean stop writes the commit index it held back. (The simulator runs the same driver
+// with a store that is durable on return: test/sim.)
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { RaftNode, type Message, type ReadyWrite } from '../../src/raft/index.js';
+import { RaftDriver, type DriverHooks, type DriverTimers } from '../../src/server/raft-driver.js';
+
+const enc = new TextEncoder();
+
+function setup(id: string, preVote = false) {
+  const raft = new RaftNode(
+    { id, heartbeatTicks: 1, electionTicks: 10, random: () => 0, preVote },
+    { hardState: { term: 1, vote: null, commit: 0 }, conf: { voters: ['a', 'b', 'c'], learners: [] }, entries: [] },
+  );
+  const events: string[] = [];
+  const writes: { w: ReadyWrite; done: () => void }[] = [];
+  const sent: Message[] = [];
+  const storage = {
+    save: (w: ReadyWrite) =>
+      new Promise<void>((resolve) => {
+        events.push(`write ${w.entries.length} entries${w.hardState ? `, term ${w.hardState.term} vote ${w.hardState.vote} commit ${w.hardState.commit}` : ''}`);
+        writes.push({ w, done: resolve });
+      }),
+  };
+  const soon: (() => void)[] = [];
+  const timers: DriverTimers = { soon: (fn) => void soon.push(fn), every: () => () => {} };
+  const hooks: DriverHooks = {
+    send: (msgs) => {
+      for (const m of msgs) {
+        sent.push(m);
+        events.push(`send ${m.type} to ${m.to}`);
+      }
+    },
+    apply: (entries) => events.push(`apply ${entries.map((e) => e.index).join(',')}`),
+    installSnapshot: () => {},
+    readStates: () => {},
+    softState: (s) => events.push(`role ${s.role}`),
+    afterAdvance: () => {},
+    paused: () => {},
+    fatal: (err) => {
+      throw err;
+    },
+  };
+  const driver = new RaftDriver(raft, storage, hooks, 10, 100, { error: () => {} }, () => 0, timers);
+  /** Run what the driver scheduled, then let resolved writes carry on. */
+  const turn = async () => {
+    for (const fn of soon.splice(0)) fn();
+    await new Promise((r) => setImmediate(r));
+  };
+  const completeWrites = async () => {
+    for (const w of writes.splice(0)) w.done();
+    await new Promise((r) => setImmediate(r));
+  };
+  return { raft, driver, events, writes, sent, turn, completeWrites };
+}
+
+test('a vote leaves only once the new term and vote are durable', async () => {
+  const { raft, driver, events, writes, turn, completeWrites } = setup('a');
+  raft.step({ type: 'vote', from: 'b', to: 'a', term: 2, index: 0, logTerm: 0 });
+  driver.kick();
+  await turn();
+  assert.deepEqual(events, ['write 0 entries, term 2 vote b commit 0']);
+  assert.equal(writes.length, 1);
+  await completeWrites();
+  assert.deepEqual(events.slice(1), ['send voteResp to b']);
+});
+
+test("a leader's AppendEntries leave before its own write; the acknowledgement of a follower after its write", async () => {
+  const leader = setup('a');
+  leader.raft.campaign();
+  leader.driver.kick();
+  await leader.turn();
+  await leader.completeWrites(); // the candidate's term and vote, then its vote requests
+  leader.raft.step({ type: 'voteResp', from: 'b', to: 'a', term: 2 });
+  leader.raft.propose(enc.encode('x'));
+  leader.events.length = 0;
+  leader.driver.kick();
+  await leader.turn();
+  // Before the leader's own write completes, its AppendEntries are out.
+  const appsBeforeWrite = leader.events.filter((e) => e.startsWith('send app'));
+  assert.ok(appsBeforeWrite.length >= 2, leader.events.join('; '));
+  assert.match(leader.events.at(-1)!, /^write 2 entries/);
+  const app = leader.sent.find((m) => m.type === 'app' && m.to === 'b')!;
+
+  const follower = setup('b');
+  follower.raft.step(app);
+  follower.driver.kick();
+  await follower.turn();
+  assert.deepEqual(follower.events.filter((e) => e.startsWith('send')), [], 'no acknowledgement before the write');
+  await follower.completeWrites();
+  assert.deepEqual(follower.events.filter((e) => e.startsWith('send')), ['send appResp to a']);
+});
+
+test('a commit-only Ready writes nothing; a clean stop writes the commit index it held back', async () => {
+  const { raft, driver, events, writes, turn, completeWrites } = setup('b');
+  raft.step({ type: 'app', from: 'a', to: 'b', term: 2, index: 0, logTerm: 0, commit: 0, entries: [{ term: 2, index: 1, type: 'normal', data: new Uint8Array() }] });
+  driver.kick();
+  await turn();
+  await completeWrites();
+  events.length = 0;
+  raft.step({ type: 'heartbeat', from: 'a', to: 'b', term: 2, commit: 1 });
+  driver.kick();
+  await turn();
+  assert.equal(writes.length, 0, events.join('; '));
+  assert.ok(events.includes('apply 1'), events.join('; '));
+  const stopping = driver.stop();
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(writes.map((w) => w.w.hardState), [{ term: 2, vote: null, commit: 1 }]);
+  await completeWrites();
+  await stopping;
+});
