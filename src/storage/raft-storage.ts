@@ -361,12 +361,33 @@ export class RaftStorage {
     for (const op of ops) bytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
     const started = performance.now();
     try {
-      await this.db.batch(ops, { sync: true });
+      await this.writeBatch(ops);
     } catch (err) {
       this.failure = err;
       throw new StorageError(this.dir, `a synchronous write failed: ${explainLevelError(err)}`, { cause: err });
     }
     this.countWrite(bytes, performance.now() - started);
+  }
+
+  /**
+   * One synchronous LevelDB batch, built with the chained form (`batch()`, put/del, write):
+   * each operation goes to the native batch as it is added. The array form (`batch(ops)`)
+   * first clones every operation with the options spread into it and resolves its encodings
+   * in JS; for a follower's batch of 17 entries that was 180 µs of the event loop against
+   * 60 µs chained (and 300-400 against 180 µs of CPU in all). Same batch, same atomicity.
+   */
+  private async writeBatch(ops: readonly Op[]): Promise<void> {
+    const batch = this.db.batch();
+    try {
+      for (const op of ops) {
+        if (op.type === 'put') batch.put(op.key, op.value);
+        else batch.del(op.key);
+      }
+    } catch (err) {
+      await batch.close();
+      throw err;
+    }
+    await batch.write({ sync: true });
   }
 
   private countWrite(bytes: number, ms: number): void {
