@@ -2,7 +2,7 @@
 import { encodeBackup } from '../backup/format.js';
 import { readBackupFile, writeFileAtomically } from '../backup/file.js';
 import { formatSummary, summarize } from '../backup/summary.js';
-import type { BackupState } from '../server/backup-state.js';
+import type { BackupState } from '../protocol/ops.js';
 import { ask } from './admin-commands.js';
 
 export async function saveCommand(file: string, endpoints: string[]): Promise<void> {

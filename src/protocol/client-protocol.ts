@@ -129,55 +129,7 @@ type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
 /** A request as a caller builds it; whoever sends it assigns the frame id. */
 export type RequestBody = WithoutId<Request>;
 
-export type Op = Request['op'];
-
-export const OPS: readonly Op[] = [
-  'hello',
-  'status',
-  'openSession',
-  'attach',
-  'keepAlive',
-  'closeSession',
-  'acquire',
-  'release',
-  'cancelWait',
-  'get',
-  'locks',
-  'campaign',
-  'proclaim',
-  'resign',
-  'leader',
-  'observe',
-  'unobserve',
-  'put',
-  'delete',
-  'kvGet',
-  'watch',
-  'unwatch',
-  'beginOp',
-  'completeOp',
-  'members',
-  'addMember',
-  'removeMember',
-  'transferLeader',
-  'snapshot',
-];
-
-/** Ops that change replicated state: a follower forwards them to the leader. */
-export const WRITE_OPS: ReadonlySet<Op> = new Set<Op>([
-  'openSession',
-  'closeSession',
-  'acquire',
-  'release',
-  'cancelWait',
-  'campaign',
-  'proclaim',
-  'resign',
-  'put',
-  'delete',
-  'beginOp',
-  'completeOp',
-]);
+// The op list, the write ops, each op's permission and result: ops.ts (one table).
 
 // ---- results --------------------------------------------------------------------------
 
@@ -276,6 +228,8 @@ export type ServerEvent =
   | { event: 'electionChanged'; index: number; election: string; leader: number | null; value: string | null; token: number | null }
   | { event: 'kvChanged'; index: number; key: string; value: Uint8Array | null; revision: number };
 
+/** A response frame as decoded: which op it answers is known only to whoever sent the
+ *  request with that id, so its result is read there (ops.ts ResultByOp says its shape). */
 export type Response =
   | { readonly id: number; readonly ok: true; readonly result: unknown }
   | { readonly id: number; readonly ok: false; readonly error: WireError };

@@ -5,17 +5,16 @@
 // described as an error.
 import {
   MAX_STRING_BYTES,
-  OPS,
   type ErrorCode,
   type Fence,
   type LockMode,
-  type Op,
   type Request,
   type Response,
   type ServerEvent,
   type ServerFrame,
   type WireError,
 } from './client-protocol.js';
+import { OPS, type Op } from './ops.js';
 
 export interface RequestError {
   /** The request's id when it could be read, so the error can be answered to it. */

@@ -3,7 +3,8 @@
 // whether it may change anything (readOnly). docs/security.md explains the model and what
 // it does not cover (sessions are capabilities: see there).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { WRITE_OPS, type Request, type ServerEvent, type WireError } from '../protocol/client-protocol.js';
+import type { Request, ServerEvent, WireError } from '../protocol/client-protocol.js';
+import { permissionOf } from '../protocol/ops.js';
 import type { TokenConfig } from '../config/cluster-config.js';
 import type { MachineView } from './limits.js';
 
@@ -52,16 +53,6 @@ export class TokenRegistry {
     return found;
   }
 }
-
-/** Ops that change locks, elections, keys or the ledger: refused to read-only tokens. That
- *  is every op that changes replicated state but openSession (sessions may be opened, so the
- *  SDK works for reads), which makes a new write op refused to read-only tokens from the
- *  start. closeSession stays refused: a read-only session holds nothing, and a foreign
- *  session id must not let a read-only client end someone else's session. */
-const CHANGING_OPS: ReadonlySet<Request['op']> = new Set([...WRITE_OPS].filter((op) => op !== 'openSession'));
-
-/** Ops that change the cluster itself: only admin tokens. */
-const ADMIN_OPS: ReadonlySet<Request['op']> = new Set<Request['op']>(['addMember', 'removeMember', 'transferLeader', 'snapshot']);
 
 /** A name the request touches, or the prefix of a listing it asks for. */
 export interface TouchedName {
@@ -126,10 +117,12 @@ export function withinPrefixes(p: Principal, name: string): boolean {
 
 /** Why `p` may not make this request, or null when it may. */
 export function permissionProblem(p: Principal, req: Request): WireError | null {
-  if (ADMIN_OPS.has(req.op) && !p.admin) {
+  // What each op needs is OP_TABLE's `permission` (src/protocol/ops.ts).
+  const needs = permissionOf(req.op);
+  if (needs === 'admin' && !p.admin) {
     return { code: 'PERMISSION_DENIED', message: `token "${p.name}" is not an admin token: ${req.op} is refused` };
   }
-  if (p.readOnly && CHANGING_OPS.has(req.op)) {
+  if (p.readOnly && needs === 'write') {
     return { code: 'PERMISSION_DENIED', message: `token "${p.name}" is read-only: ${req.op} is refused` };
   }
   for (const t of touchedNames(req)) {

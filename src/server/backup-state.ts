@@ -4,17 +4,8 @@
 // is exactly the state at the applied index it names.
 import type { LockMachine } from '../lockfsm/index.js';
 import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION } from '../lockfsm/index.js';
+import type { BackupState } from '../protocol/ops.js';
 
-export interface BackupState {
-  readonly clusterId: string;
-  readonly node: string;
-  readonly index: number;
-  readonly term: number;
-  readonly machineFormat: string;
-  readonly machineVersion: number;
-  /** LockMachine.snapshot() at `index`. */
-  readonly data: Uint8Array;
-}
 
 export async function backupState(
   node: string,

@@ -9,14 +9,12 @@
 // acquire (limits.ts acquireLimitProblem), where the state is freshest.
 import type { Logger } from 'pino';
 import type { Request, ServerEvent, WireError } from '../protocol/client-protocol.js';
+import type { Answer } from '../protocol/ops.js';
 import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from '../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
-
-/** What the node tells the gate about an answer. */
-export type GateAnswer = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: WireError };
 
 export class ClientGate {
   private readonly tokens: TokenRegistry | null;
@@ -133,8 +131,8 @@ export class ConnectionGate {
   }
 
   /** Record what the answer to an admitted request changed for this connection. */
-  observe(req: Request, answer: GateAnswer): void {
-    this.sessions.observe(req, answer.ok, answer.ok ? answer.result : null);
+  observe<R extends Request>(req: R, answer: Answer<R['op']>): void {
+    this.sessions.observe(req, answer);
   }
 
   /** Events name locks, elections and keys: a client sees only those within its prefixes. */

@@ -11,7 +11,8 @@
 import type { NodeId } from '../raft/index.js';
 import type { Request } from '../protocol/client-protocol.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
-import { fail, type Answer } from './wire.js';
+import { fail } from './wire.js';
+import type { Answer } from '../protocol/ops.js';
 
 /** Peer application frames: a follower forwards client requests to the leader. */
 export type PeerApp =
@@ -27,8 +28,8 @@ export interface ForwardCore {
   /** False when there is no connection to `to`. */
   sendApp(to: NodeId, frame: PeerApp): boolean;
   /** Serve a request on this node (it leads). `owner`: the token that sent it. */
-  handle(req: Request, owner: string | null): Promise<Answer>;
-  unavailable(message: string): Answer;
+  handle<R extends Request>(req: R, owner: string | null): Promise<Answer<R['op']>>;
+  unavailable(message: string): Answer<never>;
   /** A peer says this node was removed by the entry at `index`. */
   removedBy(index: number): void;
 }
@@ -47,7 +48,7 @@ export class Forwarder {
   ) {}
 
   /** Send a request to the leader over the peer link and wait for its answer. */
-  async forward(req: Request, owner: string | null = null): Promise<Answer> {
+  async forward<R extends Request>(req: R, owner: string | null = null): Promise<Answer<R['op']>> {
     const { core } = this;
     let leader = core.leader();
     if (leader === core.id) {
@@ -66,7 +67,7 @@ export class Forwarder {
     }
     const to = leader;
     const rid = ++this.counter;
-    return new Promise<Answer>((resolve) => {
+    const answered = new Promise<Answer>((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(rid);
         resolve(fail('TIMEOUT', `leader ${to} did not answer within ${this.requestTimeoutMs} ms; the outcome is unknown, retry with the same seq`));
@@ -78,6 +79,9 @@ export class Forwarder {
         resolve(core.unavailable(`no connection to leader ${to}; retry`));
       }
     });
+    // The leader answers with its own handle() of this very request (forwarded requests
+    // are never forwarded again), so the answer is one to req.op.
+    return answered as Promise<Answer<R['op']>>;
   }
 
   /** A leader is known again: requests waiting for one go on; forwards to another node are answered. */
@@ -93,7 +97,7 @@ export class Forwarder {
   }
 
   /** TIMEOUT (outcome unknown), with the hint the node gives for the new leader. */
-  private leaderMoved(old: NodeId): Answer {
+  private leaderMoved(old: NodeId): Answer<never> {
     const message = `leader ${old} was replaced while the request was forwarded to it; the outcome is unknown, retry with the same seq at the new leader`;
     const hinted = this.core.unavailable(message);
     return hinted.ok ? fail('TIMEOUT', message) : { ok: false, error: { ...hinted.error, code: 'TIMEOUT', message } };

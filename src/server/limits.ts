@@ -10,6 +10,7 @@
 // (held + waits + elections, 10,000) is the hard one, applied identically by every node.
 import type { ClientServerOptions } from '../transport/client-server.js';
 import type { Request, WireError } from '../protocol/client-protocol.js';
+import type { Answer } from '../protocol/ops.js';
 import type { ClientLimitsConfig } from '../config/cluster-config.js';
 
 /** The parts of the lock machine the checks read (LockMachine satisfies it). */
@@ -115,15 +116,16 @@ export class ConnectionSessions {
 
   /** Record what the answer to a request did to this connection's sessions (every answer,
    *  refusals too: a counted request stops being pending either way). */
-  observe(req: Request, ok: boolean, result: unknown): void {
+  observe<R extends Request>(req: R, answer: Answer<R['op']>): void {
     if (this.pending.has(req)) {
       this.pending.delete(req);
       this.pendingCount--;
     }
-    if (!ok) return;
+    if (!answer.ok) return;
     if (req.op === 'openSession') {
-      const id = (result as { session?: unknown } | null)?.session;
-      if (typeof id === 'number') this.ids.add(id);
+      // The compiler does not tie `answer` to the narrowed req.op: read it as openSession's.
+      const opened = answer.result;
+      if (opened !== null && 'session' in opened && 'ttlMs' in opened) this.ids.add(opened.session);
     } else if (req.op === 'attach') {
       this.ids.add(req.session);
     } else if (req.op === 'closeSession') {

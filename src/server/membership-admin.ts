@@ -9,7 +9,8 @@ import type { MemberInfo, Request } from '../protocol/client-protocol.js';
 import { parseWsUrl } from '../config/cluster-config.js';
 import { encodeMemberContext, type MemberDirectory } from './members.js';
 import { ProposalLost, ProposalTimeout, type ProposalTracker } from './proposals.js';
-import { fail, type Answer } from './wire.js';
+import { fail } from './wire.js';
+import { answer, type Answer, type BackupState } from '../protocol/ops.js';
 
 export type AdminRequest = Extract<Request, { op: 'members' | 'addMember' | 'removeMember' | 'transferLeader' | 'snapshot' }>;
 
@@ -22,12 +23,12 @@ export interface AdminCore {
   members(): MemberDirectory;
   /** Process the core's output soon (after a proposal). */
   kick(): void;
-  forward(req: Request): Promise<Answer>;
+  forward<R extends Request>(req: R): Promise<Answer<R['op']>>;
   linearizable(): Promise<void>;
   snapshotNow(): Promise<number>;
   /** A consistent copy of the state for `palisade snapshot save` (backup-state.ts). */
-  backup(): Promise<unknown>;
-  unavailable(message: string): Answer;
+  backup(): Promise<BackupState>;
+  unavailable(message: string): Answer<never>;
   now(): number;
 }
 
@@ -37,15 +38,15 @@ export class MembershipAdmin {
     private readonly log: Logger,
   ) {}
 
-  async serve(req: AdminRequest): Promise<Answer> {
+  async serve(req: AdminRequest): Promise<Answer<AdminRequest['op']>> {
     const { core } = this;
     switch (req.op) {
       case 'members':
         await core.linearizable();
-        return { ok: true, result: this.memberList() };
+        return answer(req.op, this.memberList());
       case 'snapshot':
-        if (req.backup) return { ok: true, result: await core.backup() };
-        return { ok: true, result: { index: await core.snapshotNow() } };
+        if (req.backup) return answer(req.op, await core.backup());
+        return answer(req.op, { index: await core.snapshotNow() });
       case 'addMember':
       case 'removeMember':
       case 'transferLeader':
@@ -84,7 +85,7 @@ export class MembershipAdmin {
     }
   }
 
-  private async changeMembership(req: Extract<Request, { op: 'addMember' | 'removeMember' }>): Promise<Answer> {
+  private async changeMembership(req: Extract<Request, { op: 'addMember' | 'removeMember' }>): Promise<Answer<'addMember' | 'removeMember'>> {
     const { core } = this;
     let cc: ConfChange;
     if (req.op === 'addMember') {
@@ -98,14 +99,14 @@ export class MembershipAdmin {
       const known = core.members().get(req.member);
       const conf = core.raft.confState;
       if ((conf.voters.includes(req.member) || conf.learners.includes(req.member)) && known?.peerUrl === req.peerUrl && known.clientUrl === req.clientUrl) {
-        return { ok: true, result: { index: 0, already: true } }; // a retried add
+        return answer(req.op, { index: 0, already: true }); // a retried add
       }
       cc = { type: 'addLearner', node: req.member, context: encodeMemberContext({ peerUrl: req.peerUrl, clientUrl: req.clientUrl }) };
     } else {
       // A retried removal whose first attempt was applied (its answer lost, e.g. with the
       // removed leader's connection) is done, not a conflict: as for a retried add.
       const conf = core.raft.confState;
-      if (!conf.voters.includes(req.member) && !conf.learners.includes(req.member) && core.members().wasRemoved(req.member)) return { ok: true, result: { index: 0, already: true } };
+      if (!conf.voters.includes(req.member) && !conf.learners.includes(req.member) && core.members().wasRemoved(req.member)) return answer(req.op, { index: 0, already: true });
       cc = { type: 'remove', node: req.member };
     }
     const r = core.raft.proposeConfChange(cc);
@@ -117,7 +118,7 @@ export class MembershipAdmin {
     core.kick();
     try {
       await core.proposals.wait(r.index, r.term);
-      return { ok: true, result: { index: r.index } };
+      return answer(req.op, { index: r.index });
     } catch (e) {
       if (e instanceof ProposalLost) return core.unavailable(`${e.message}; retry`);
       if (e instanceof ProposalTimeout) return fail('TIMEOUT', e.message);
@@ -126,19 +127,19 @@ export class MembershipAdmin {
   }
 
   /** Leadership transfer (thesis §3.10) to `to`, or to the most caught-up voter. */
-  private async transferLeadership(to: string | undefined): Promise<Answer> {
+  private async transferLeadership(to: string | undefined): Promise<Answer<'transferLeader'>> {
     const { core } = this;
     const { raft } = core;
     const target = to ?? raft.progress().filter((p) => p.id !== core.id && !p.learner).sort((a, b) => b.match - a.match)[0]?.id;
-    if (target === core.id) return { ok: true, result: { leader: core.id } };
+    if (target === core.id) return answer('transferLeader', { leader: core.id });
     if (!target) return fail('CONFLICT', 'no other voter to hand leadership to');
     if (!raft.transferLeader(target)) return fail('INVALID_ARGUMENT', `${target} is not a voter this leader can hand over to`);
     core.kick();
     const deadline = core.now() + core.electionTimeoutMs * 2;
     while (core.now() < deadline) {
-      if (raft.role !== 'leader' && raft.leader !== null) return { ok: true, result: { leader: raft.leader } };
+      if (raft.role !== 'leader' && raft.leader !== null) return answer('transferLeader', { leader: raft.leader });
       await new Promise((r) => setTimeout(r, 5));
     }
-    return raft.role === 'leader' ? fail('TIMEOUT', `${target} did not take over within an election timeout`) : { ok: true, result: { leader: raft.leader } };
+    return raft.role === 'leader' ? fail('TIMEOUT', `${target} did not take over within an election timeout`) : answer('transferLeader', { leader: raft.leader });
   }
 }

@@ -37,7 +37,7 @@ import { RaftDriver } from './raft-driver.js';
 import { ProposalTracker } from './proposals.js';
 import { AppliedWaiters, ReadIndexBatcher } from './read-barrier.js';
 import { Subscriptions, type EventSink } from './subscriptions.js';
-import { answerFor, wireEvent } from './wire.js';
+import { wireEvent } from './wire.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
 
@@ -376,7 +376,7 @@ export class PalisadeNode {
         continue;
       }
       const out = this.machine.applyRaw(e.index, e.data);
-      this.proposals.settle(e.index, e.term, answerFor(out.result, e.index));
+      this.proposals.settle(e.index, e.term, out.result);
       const answered = out.result.type === 'granted';
       for (const ev of out.events) this.onMachineEvent(ev, e.index, answered);
     }
@@ -388,7 +388,7 @@ export class PalisadeNode {
     this.members.apply(cc);
     const conf = this.raft.applyConfChange(e.data);
     this.machine.skip(e.index);
-    this.proposals.settle(e.index, e.term, { ok: true, result: { index: e.index } });
+    this.proposals.settle(e.index, e.term, null);
     // The removed node may never learn that its removal committed (nobody replicates to it
     // any more), so tell it directly before its link is closed. Any node that applied the
     // entry knows the removal is committed, whoever its leader was.

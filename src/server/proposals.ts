@@ -2,7 +2,14 @@
 // applied at its index has the term it was proposed in; another term there means a new
 // leader overwrote it, and the caller retries (with the same sequence number, so a retry
 // never applies twice).
-type Pending = { term: number; resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
+import type { Result } from '../lockfsm/types.js';
+
+/** What applying an entry gave: the lock machine's result, or null for an entry that carries
+ *  no command (the leader's no-op, a membership change). The proposer, which knows which
+ *  command it proposed, turns it into its answer (wire.ts answerFor). */
+export type Outcome = Result | null;
+
+type Pending = { term: number; resolve: (v: Outcome) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
 
 export class ProposalLost extends Error {}
 export class ProposalTimeout extends Error {}
@@ -16,18 +23,18 @@ export class ProposalTracker {
     return this.pending.size;
   }
 
-  wait<T>(index: number, term: number): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+  wait(index: number, term: number): Promise<Outcome> {
+    return new Promise<Outcome>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(index);
         reject(new ProposalTimeout(`entry ${index} not applied within ${this.timeoutMs} ms`));
       }, this.timeoutMs);
-      this.pending.set(index, { term, resolve: resolve as (v: unknown) => void, reject, timer });
+      this.pending.set(index, { term, resolve, reject, timer });
     });
   }
 
   /** The entry at `index` with `term` was applied with this outcome. */
-  settle(index: number, term: number, outcome: unknown): void {
+  settle(index: number, term: number, outcome: Outcome): void {
     const p = this.pending.get(index);
     if (!p) return;
     this.pending.delete(index);

@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import { encodeCommand, isMachineError, validateCommand, type LockMachine, type MachineConfig } from '../lockfsm/index.js';
 import type { NodeId, RaftNode } from '../raft/index.js';
 import type { NodeStatus, Request, WireError } from '../protocol/client-protocol.js';
-import { PROTOCOL_VERSION, WRITE_OPS } from '../protocol/client-protocol.js';
+import { PROTOCOL_VERSION } from '../protocol/client-protocol.js';
+import { answer, isWriteRequest, type Answer, type WriteRequest } from '../protocol/ops.js';
 import type { ConnectionGate } from './client-gate.js';
 import type { ClusterConfig } from '../config/cluster-config.js';
 import type { Forwarder } from './forwarding.js';
@@ -20,7 +21,7 @@ import type { MembershipAdmin } from './membership-admin.js';
 import { ProposalLost, ProposalTimeout, type ProposalTracker } from './proposals.js';
 import { ReadUnavailable, type AppliedWaiters, type ReadIndexBatcher } from './read-barrier.js';
 import type { EventSink, Subscriptions } from './subscriptions.js';
-import { answerFor, commandFor, fail, freeLock, wireElection, wireLock, type Answer, type WriteRequest } from './wire.js';
+import { answerFor, commandFor, fail, freeLock, machineFail, wireElection, wireLock } from './wire.js';
 
 /** The node as request dispatch sees it (parts made at start are read through functions). */
 export interface DispatchCore {
@@ -50,9 +51,9 @@ export class RequestDispatcher {
   constructor(private readonly core: DispatchCore) {}
 
   /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
-  async serve(gate: ConnectionGate, req: Request, sink: EventSink | null): Promise<Answer> {
+  async serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>> {
     const refused = await this.admit(gate, req);
-    const ans = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
+    const ans: Answer<R['op']> = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
     gate.observe(req, ans);
     this.core.ops()?.onAnswered(req.op, ans.ok ? null : ans.error.code);
     return ans;
@@ -77,15 +78,22 @@ export class RequestDispatcher {
 
   /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink).
    *  `owner`: the token name a session opened by this request belongs to (null: auth off). */
-  async handle(req: Request, sink: EventSink | null, owner: string | null = null): Promise<Answer> {
+  async handle<R extends Request>(req: R, sink: EventSink | null, owner: string | null = null): Promise<Answer<R['op']>> {
+    // Every case below answers its op's own result (answer(req.op, ...), answerFor, the
+    // admin's and the forwarder's typed answers), which the compiler checks case by case;
+    // it cannot carry the case's op back out to R, hence the one cast.
+    return (await this.answerOne(req, sink, owner)) as Answer<R['op']>;
+  }
+
+  private async answerOne(req: Request, sink: EventSink | null, owner: string | null): Promise<Answer> {
     if (this.core.stopping()) return fail('UNAVAILABLE', 'node is shutting down');
     try {
       switch (req.op) {
         case 'hello':
           if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
-          return { ok: true, result: { nodeId: this.core.id, clusterId: this.core.cfg.clusterId, leader: this.core.raft().leader, members: this.core.admin().memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })), timing: { heartbeatMs: this.core.cfg.raft.heartbeatMs, electionTimeoutMs: this.core.cfg.raft.electionTimeoutMs } } };
+          return answer(req.op, { nodeId: this.core.id, clusterId: this.core.cfg.clusterId, leader: this.core.raft().leader, members: this.core.admin().memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })), timing: { heartbeatMs: this.core.cfg.raft.heartbeatMs, electionTimeoutMs: this.core.cfg.raft.electionTimeoutMs } });
         case 'status':
-          return { ok: true, result: this.core.status() };
+          return answer(req.op, this.core.status());
         case 'attach': {
           const a = await this.keepAlive(req.session);
           if (a.ok && sink) this.core.subs.sessions.add(req.session, sink);
@@ -95,46 +103,50 @@ export class RequestDispatcher {
           return await this.keepAlive(req.session);
         case 'get':
           await this.linearizable();
-          return { ok: true, result: (() => { const l = this.core.machine().lock(req.name); return l ? wireLock(l) : freeLock(req.name); })() };
+          return answer(req.op, (() => { const l = this.core.machine().lock(req.name); return l ? wireLock(l) : freeLock(req.name); })());
         case 'locks':
           await this.linearizable();
-          return { ok: true, result: this.core.machine().locks(req.prefix, req.limit ?? 1000).map(wireLock) };
+          return answer(req.op, this.core.machine().locks(req.prefix, req.limit ?? 1000).map(wireLock));
         case 'leader':
           await this.linearizable();
-          return { ok: true, result: wireElection(req.election, this.core.machine().election(req.election)) };
+          return answer(req.op, wireElection(req.election, this.core.machine().election(req.election)));
         case 'observe': {
           if (sink) this.core.subs.elections.add(req.election, sink);
           await this.linearizable();
-          return { ok: true, result: wireElection(req.election, this.core.machine().election(req.election)) };
+          return answer(req.op, wireElection(req.election, this.core.machine().election(req.election)));
         }
         case 'unobserve':
           if (sink) this.core.subs.elections.remove(req.election, sink);
-          return { ok: true, result: {} };
+          return answer(req.op, {});
         case 'kvGet': {
           await this.linearizable();
           const kv = this.core.machine().kvGet(req.key);
-          return { ok: true, result: kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null };
+          return answer(req.op, kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null);
         }
         case 'watch':
           if (sink) this.core.subs.watches.add(req.prefix, sink);
           await this.linearizable();
-          return { ok: true, result: this.core.machine().kvRange(req.prefix, 1000).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })) };
+          return answer(req.op, this.core.machine().kvRange(req.prefix, 1000).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })));
         case 'unwatch':
           if (sink) this.core.subs.watches.remove(req.prefix, sink);
-          return { ok: true, result: {} };
+          return answer(req.op, {});
         case 'members':
         case 'addMember':
         case 'removeMember':
         case 'transferLeader':
         case 'snapshot':
           return await this.core.admin().serve(req);
-        default: {
-          if (!WRITE_OPS.has(req.op)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
-          const ans = await this.write(req as WriteRequest, owner);
+        case 'openSession': {
+          const ans = await this.write(req, owner);
           // Events for a session go to the connections that carry it.
+          if (sink && ans.ok) this.core.subs.sessions.add(ans.result.session, sink);
+          return ans;
+        }
+        default: {
+          if (!isWriteRequest(req)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
+          const ans = await this.write(req, owner);
           if (sink && ans.ok) {
-            if (req.op === 'openSession') this.core.subs.sessions.add((ans.result as { session: number }).session, sink);
-            else if ('session' in req) this.core.subs.sessions.add(req.session, sink);
+            this.core.subs.sessions.add(req.session, sink);
             if (req.op === 'campaign') this.core.subs.elections.add(req.election, sink);
           }
           return ans;
@@ -147,7 +159,7 @@ export class RequestDispatcher {
     }
   }
 
-  unavailable(message: string): Answer {
+  unavailable(message: string): Answer<never> {
     const hint = this.leaderHint();
     return fail('UNAVAILABLE', message, hint ? { leaderHint: hint } : {});
   }
@@ -164,7 +176,7 @@ export class RequestDispatcher {
     await this.core.applied.wait(index, this.core.machine().appliedIndex);
   }
 
-  private async keepAlive(session: number): Promise<Answer> {
+  private async keepAlive(session: number): Promise<Answer<'keepAlive' | 'attach'>> {
     if (this.core.raft().role !== 'leader') return this.core.forwarder().forward({ id: 0, op: 'keepAlive', session });
     const receivedAt = this.core.now();
     // Acknowledge only once a heartbeat round that started after the keepalive arrived
@@ -178,14 +190,14 @@ export class RequestDispatcher {
     if (!this.core.leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
     const ttlMs = this.core.leases.keepAlive(session, receivedAt);
     if (ttlMs === null) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
-    return { ok: true, result: { ttlMs } };
+    return answer('keepAlive', { ttlMs });
   }
 
-  private async write(req: WriteRequest, owner: string | null): Promise<Answer> {
+  private async write<R extends WriteRequest>(req: R, owner: string | null): Promise<Answer<R['op']>> {
     if (this.core.raft().role !== 'leader') return this.core.forwarder().forward(req, owner);
     // Validate before proposing: a bad request is answered at once and never reaches the log.
     const cmd = validateCommand(commandFor(req, this.core.cfg.sessions.defaultTtlMs, Date.now(), owner), this.core.machineConfig);
-    if (isMachineError(cmd)) return answerFor(cmd, 0);
+    if (isMachineError(cmd)) return machineFail(cmd);
     // Locks and waits per session, waiters per lock: against the leader's applied state (limits.ts).
     const overLimit = acquireLimitProblem(this.core.cfg.limits, req, this.core.machine());
     if (overLimit) return fail(overLimit.code, overLimit.message);
@@ -196,9 +208,9 @@ export class RequestDispatcher {
     }
     this.core.kick();
     try {
-      const applied = this.core.proposals.wait<Answer | null>(r.index, r.term);
-      const ans = await (this.core.ops()?.timeProposal(applied) ?? applied);
-      return ans ?? fail('INTERNAL', 'no result');
+      const applied = this.core.proposals.wait(r.index, r.term);
+      const result = await (this.core.ops()?.timeProposal(applied) ?? applied);
+      return result === null ? fail('INTERNAL', 'no result') : answerFor<R['op']>(req.op, result, r.index);
     } catch (e) {
       if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry with the same seq`);
       if (e instanceof ProposalTimeout) return fail('TIMEOUT', `${e.message}; the outcome is unknown, retry with the same seq`);

@@ -5,25 +5,15 @@ import type {
   Command,
   ElectionInfo,
   LockInfo as MachineLockInfo,
+  MachineError,
   MachineEvent,
   Result,
 } from '../lockfsm/types.js';
-import type {
-  ElectionLeader,
-  LockInfo,
-  Request,
-  ServerEvent,
-  WireError,
-} from '../protocol/client-protocol.js';
+import type { ElectionLeader, LockInfo, ServerEvent, WireError } from '../protocol/client-protocol.js';
+import type { Answer, ResultOf, WriteOp, WriteRequest } from '../protocol/ops.js';
 
-export type WriteRequest = Extract<
-  Request,
-  { op: 'openSession' | 'closeSession' | 'acquire' | 'release' | 'cancelWait' | 'campaign' | 'proclaim' | 'resign' | 'put' | 'delete' | 'beginOp' | 'completeOp' }
->;
-
-export type Answer = { ok: true; result: unknown } | { ok: false; error: WireError };
-
-export function fail(code: WireError['code'], message: string, extra: Partial<WireError> = {}): Answer {
+/** A refusal: an answer to any op. */
+export function fail(code: WireError['code'], message: string, extra: Partial<WireError> = {}): Answer<never> {
   return { ok: false, error: { code, message, ...extra } };
 }
 
@@ -88,44 +78,68 @@ export function commandFor(r: WriteRequest, defaultTtlMs: number, now: number, o
   }
 }
 
-/** The wire answer for a machine result of the entry at `index`. */
-export function answerFor(result: Result, index: number): Answer {
-  switch (result.type) {
-    case 'error':
-      return fail(result.code, result.message, {
-        ...(result.currentToken !== undefined ? { currentToken: result.currentToken } : {}),
-        ...(result.currentRevision !== undefined ? { currentRevision: result.currentRevision } : {}),
-      });
-    case 'session':
-      return { ok: true, result: { session: result.session, ttlMs: result.ttlMs } };
-    case 'granted':
-      return { ok: true, result: { status: 'granted', token: result.token, index } };
-    case 'queued':
-      return { ok: true, result: { status: 'queued', position: result.position, index } };
-    case 'busy':
-      return { ok: true, result: { status: 'busy', holders: result.holders, delayed: result.delayed, index } };
-    case 'leader':
-      return { ok: true, result: { status: 'leader', token: result.token, index } };
-    case 'written':
-      return { ok: true, result: { revision: result.revision, index } };
-    case 'deleted':
-      return { ok: true, result: { existed: result.existed, revision: result.revision, index } };
-    case 'run':
-    case 'retry':
-      return { ok: true, result: { status: 'run', idempotencyKey: result.idempotencyKey, attempt: result.attempt, index } };
-    case 'done':
-      return { ok: true, result: { status: 'done', idempotencyKey: result.idempotencyKey, result: result.result, index } };
-    case 'inDoubt':
-      return {
-        ok: true,
-        result: { status: 'inDoubt', idempotencyKey: result.idempotencyKey, attempt: result.attempt, token: result.token, index },
-      };
-    case 'completed':
-      return { ok: true, result: { idempotencyKey: result.idempotencyKey, index } };
-    case 'ok':
-    case 'pruned':
-      return { ok: true, result: { index } };
-  }
+/** The wire answer to a machine error (a command refused before or when it was applied). */
+export function machineFail(e: MachineError): Answer<never> {
+  return fail(e.code, e.message, {
+    ...(e.currentToken !== undefined ? { currentToken: e.currentToken } : {}),
+    ...(e.currentRevision !== undefined ? { currentRevision: e.currentRevision } : {}),
+  });
+}
+
+type Success = Exclude<Result, MachineError>;
+
+/** For each write op, its wire result from the machine's result for the entry at `index`;
+ *  null for a result that op never gives (lockfsm ResultByCommand says which it gives). */
+const WIRE_RESULTS: { readonly [O in WriteOp]: (r: Success, index: number) => ResultOf<O> | null } = {
+  openSession: (r) => (r.type === 'session' ? { session: r.session, ttlMs: r.ttlMs } : null),
+  closeSession: indexed,
+  acquire: (r, index) => {
+    switch (r.type) {
+      case 'granted':
+        return { status: 'granted', token: r.token, index };
+      case 'queued':
+        return { status: 'queued', position: r.position, index };
+      case 'busy':
+        return { status: 'busy', holders: r.holders, delayed: r.delayed, index };
+      default:
+        return null;
+    }
+  },
+  release: indexed,
+  cancelWait: indexed,
+  campaign: (r, index) => {
+    if (r.type === 'leader') return { status: 'leader', token: r.token, index };
+    return r.type === 'queued' ? { status: 'queued', position: r.position, index } : null;
+  },
+  proclaim: indexed,
+  resign: indexed,
+  put: (r, index) => (r.type === 'written' ? { revision: r.revision, index } : null),
+  delete: (r, index) => (r.type === 'deleted' ? { existed: r.existed, revision: r.revision, index } : null),
+  beginOp: (r, index) => {
+    switch (r.type) {
+      case 'run':
+      case 'retry': // a new attempt is run like the first one
+        return { status: 'run', idempotencyKey: r.idempotencyKey, attempt: r.attempt, index };
+      case 'done':
+        return { status: 'done', idempotencyKey: r.idempotencyKey, result: r.result, index };
+      case 'inDoubt':
+        return { status: 'inDoubt', idempotencyKey: r.idempotencyKey, attempt: r.attempt, token: r.token, index };
+      default:
+        return null;
+    }
+  },
+  completeOp: (r, index) => (r.type === 'completed' ? { idempotencyKey: r.idempotencyKey, index } : null),
+};
+
+function indexed(r: Success, index: number): { index: number } | null {
+  return r.type === 'ok' ? { index } : null;
+}
+
+/** The wire answer to the write `op` whose entry at `index` applied with `result`. */
+export function answerFor<O extends WriteOp>(op: O, result: Result, index: number): Answer<O> {
+  if (result.type === 'error') return machineFail(result);
+  const wire = WIRE_RESULTS[op](result, index);
+  return wire === null ? fail('INTERNAL', `entry ${index} answered ${result.type} to ${op}`) : { ok: true, result: wire };
 }
 
 /** The client-facing event for a machine event, or null for leader-internal events. */

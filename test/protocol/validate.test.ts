@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { MAX_STRING_BYTES, OPS, type ServerFrame } from '../../src/protocol/client-protocol.js';
+import { MAX_STRING_BYTES, type ServerFrame } from '../../src/protocol/client-protocol.js';
+import { OPS } from '../../src/protocol/ops.js';
 import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import {
   isInvalidServerFrame,

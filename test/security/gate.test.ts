@@ -7,7 +7,8 @@ import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, 
 import { ClientGate } from '../../src/server/client-gate.js';
 import { ConfigError, validateConfig, type ClusterConfig } from '../../src/config/cluster-config.js';
 import { acquireLimitProblem, type MachineView } from '../../src/server/limits.js';
-import { OPS, type Request } from '../../src/protocol/client-protocol.js';
+import type { Request } from '../../src/protocol/client-protocol.js';
+import { OPS } from '../../src/protocol/ops.js';
 import { TokenBucket } from '../../src/transport/rate-limit.js';
 import { captureLogger } from '../transport/helpers.js';
 
@@ -79,6 +80,23 @@ describe('tokens', () => {
 describe('permissions', () => {
   const jobs: Principal = { name: 'jobs', prefixes: ['jobs/'], readOnly: false, admin: false };
   const reader: Principal = { name: 'reader', prefixes: null, readOnly: true, admin: false };
+
+  test('a read-only token is refused exactly the ops that change state, a non-admin token exactly the cluster ops', () => {
+    // The permission each op needs, spelled out: a change here is a change of who may do what.
+    const changing = ['closeSession', 'acquire', 'release', 'cancelWait', 'campaign', 'proclaim', 'resign', 'put', 'delete', 'beginOp', 'completeOp'];
+    const adminOnly = ['addMember', 'removeMember', 'transferLeader', 'snapshot'];
+    const anyName = { prefixes: null, readOnly: false, admin: false };
+    const readOnly: Principal = { ...anyName, name: 'ro', readOnly: true };
+    const plain: Principal = { ...anyName, name: 'plain' };
+    const root: Principal = { ...anyName, name: 'root', admin: true };
+    for (const op of OPS) {
+      const req = { id: 1, op } as Request;
+      assert.equal(permissionProblem(readOnly, req)?.code, changing.includes(op) || adminOnly.includes(op) ? 'PERMISSION_DENIED' : undefined, `read-only ${op}`);
+      assert.equal(permissionProblem(plain, req)?.code, adminOnly.includes(op) ? 'PERMISSION_DENIED' : undefined, `non-admin ${op}`);
+      assert.equal(permissionProblem(root, req), null, `admin ${op}`);
+    }
+    assert.equal(OPS.length, 29);
+  });
 
   test('every op says which names it touches', () => {
     for (const op of OPS) assert.doesNotThrow(() => touchedNames({ id: 1, op } as Request));
@@ -236,7 +254,7 @@ describe('the connection gate', () => {
     const { conn } = gateFor({ limits: { maxSessionsPerConnection: 2 } }, view);
     const open: Request = { id: 1, op: 'openSession' };
     conn.observe(open, { ok: true, result: { session: 11, ttlMs: 1000 } });
-    conn.observe({ id: 2, op: 'attach', session: 12 }, { ok: true, result: {} });
+    conn.observe({ id: 2, op: 'attach', session: 12 }, { ok: true, result: { ttlMs: 1000 } });
     assert.equal(conn.admit(open)?.code, 'LIMIT_EXCEEDED');
     assert.equal(conn.admit({ id: 3, op: 'attach', session: 12 }), null, 'attaching one it carries');
     alive.delete(12);

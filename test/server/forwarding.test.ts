@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Forwarder, type ForwardCore, type PeerApp } from '../../src/server/forwarding.js';
-import { fail, type Answer } from '../../src/server/wire.js';
+import { fail } from '../../src/server/wire.js';
+import type { Answer } from '../../src/protocol/ops.js';
 import type { Request } from '../../src/protocol/client-protocol.js';
 
 interface Node {
@@ -17,7 +18,7 @@ interface Node {
 function pair(timeoutMs = 200): { follower: Node; leader: Node } {
   const nodes = new Map<string, Node>();
   const make = (id: string): Node => {
-    const n: Node = { leader: null, handled: [], linked: true, answer: { ok: true, result: { served: id } }, fwd: null as unknown as Forwarder };
+    const n: Node = { leader: null, handled: [], linked: true, answer: { ok: true, result: { served: id } } as unknown as Answer, fwd: null as unknown as Forwarder };
     const core: ForwardCore = {
       id,
       leader: () => n.leader,
@@ -27,9 +28,10 @@ function pair(timeoutMs = 200): { follower: Node; leader: Node } {
         queueMicrotask(() => nodes.get(to)!.fwd.onPeerApp(id, structuredClone(frame)));
         return true;
       },
-      handle: async (req, owner) => {
+      // The fake answers a marker whatever the op: a cast, the real handle answers by op.
+      handle: async <R extends Request>(req: R, owner: string | null) => {
         n.handled.push({ req, owner });
-        return n.answer === 'never' ? new Promise<Answer>(() => {}) : n.answer;
+        return (n.answer === 'never' ? new Promise<Answer>(() => {}) : n.answer) as Promise<Answer<R['op']>> | Answer<R['op']>;
       },
       unavailable: (message) => fail('UNAVAILABLE', message),
       removedBy: () => {},

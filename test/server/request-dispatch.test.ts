@@ -14,7 +14,7 @@ import { ProposalTracker } from '../../src/server/proposals.js';
 import { AppliedWaiters, ReadUnavailable, type ReadIndexBatcher } from '../../src/server/read-barrier.js';
 import { RequestDispatcher } from '../../src/server/request-dispatch.js';
 import { Subscriptions } from '../../src/server/subscriptions.js';
-import type { Answer } from '../../src/server/wire.js';
+import type { Answer } from '../../src/protocol/ops.js';
 import type { NodeStatus, Request } from '../../src/protocol/client-protocol.js';
 
 const cfg = validateConfig(
@@ -50,7 +50,7 @@ function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFail
     members: () => members,
     reads: () => reads,
     admin: () => assert.fail('no admin op in these tests'),
-    forwarder: () => ({ forward: async (req: Request): Promise<Answer> => (forwarded.push(req), { ok: true, result: 'forwarded' }) }) as unknown as Forwarder,
+    forwarder: () => ({ forward: async (req: Request): Promise<Answer> => (forwarded.push(req), { ok: true, result: 'forwarded' } as unknown as Answer) }) as unknown as Forwarder,
     ops: () => null,
     status: () => ({ id: 'n1' }) as NodeStatus,
     stopping: () => opts.stopping ?? false,

@@ -3,13 +3,13 @@
 import type { Request } from '../../protocol/client-protocol.js';
 import type { ClientGate, ConnectionGate } from '../client-gate.js';
 import type { EventSink, Subscriptions } from '../subscriptions.js';
-import type { Answer } from '../wire.js';
+import type { Answer } from '../../protocol/ops.js';
 
 export interface ApiNode {
   /** A gate for one HTTP request: authenticates its bearer token, judges its permissions. */
   openGate(remoteAddress: string): ConnectionGate;
   /** Admit and serve `req` exactly as a websocket request (same checks, same dispatch). */
-  serve(gate: ConnectionGate, req: Request, sink: EventSink | null): Promise<Answer>;
+  serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>>;
   /** Deliver the events of `session` to `sink` until dropped. */
   subscribe(session: number, sink: EventSink): void;
   drop(sink: EventSink): void;

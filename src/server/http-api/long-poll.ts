@@ -8,19 +8,23 @@
 import type { Request, ServerEvent } from '../../protocol/client-protocol.js';
 import type { ConnectionGate } from '../client-gate.js';
 import type { EventSink } from '../subscriptions.js';
-import { fail, type Answer } from '../wire.js';
+import { fail } from '../wire.js';
+import type { Answer } from '../../protocol/ops.js';
 import type { ApiNode } from './api-node.js';
 
 type AcquireRequest = Extract<Request, { op: 'acquire' }>;
-type LockView = { holders: { session: number; token: number }[]; waiters: { session: number }[] };
+
+/** The HTTP API's answer to an acquire with a wait: the websocket's, or `timeout` when the
+ *  wait ran out and was withdrawn (index: the withdrawal's entry, when it applied). */
+export type LongPollAnswer = Answer<'acquire'> | { readonly ok: true; readonly result: { readonly status: 'timeout'; readonly index?: number } };
 
 let nextSinkId = -1;
 
 /** `gone` resolves when the HTTP client disconnects: the wait is withdrawn at once. */
-export async function acquireWithWait(node: ApiNode, gate: ConnectionGate, req: AcquireRequest, waitMs: number, gone: Promise<void>): Promise<Answer> {
+export async function acquireWithWait(node: ApiNode, gate: ConnectionGate, req: AcquireRequest, waitMs: number, gone: Promise<void>): Promise<LongPollAnswer> {
   const deadline = Date.now() + waitMs;
-  let settle!: (a: Answer | null) => void;
-  const news = new Promise<Answer | null>((r) => (settle = r));
+  let settle!: (a: Answer<'acquire'> | null) => void;
+  const news = new Promise<Answer<'acquire'> | null>((r) => (settle = r));
   const sink: EventSink = {
     id: nextSinkId--,
     pushEvent: (e: ServerEvent) => {
@@ -36,12 +40,12 @@ export async function acquireWithWait(node: ApiNode, gate: ConnectionGate, req: 
   node.subscribe(req.session, sink);
   try {
     const ans = await node.serve(gate, req, sink);
-    if (!ans.ok || (ans.result as { status?: unknown }).status !== 'queued') return ans;
+    if (!ans.ok || ans.result.status !== 'queued') return ans;
     // A retried acquire answers its first answer (queued) even if the grant came since,
     // before we subscribed: read the lock once.
     const now = await node.serve(gate, { id: 0, op: 'get', name: req.name }, null);
     if (now.ok) {
-      const lock = now.result as LockView;
+      const lock = now.result;
       const held = lock.holders.find((h) => h.session === req.session);
       if (held) return { ok: true, result: { status: 'granted', token: held.token, index: held.token } };
       if (!lock.waiters.some((w) => w.session === req.session)) return await withdraw(node, gate, req);
@@ -57,10 +61,10 @@ export async function acquireWithWait(node: ApiNode, gate: ConnectionGate, req: 
 }
 
 /** Withdraw the wait (seq + 1). The grant may have won the race: then it is the answer. */
-async function withdraw(node: ApiNode, gate: ConnectionGate, req: AcquireRequest): Promise<Answer> {
-  const cancel: Request = { id: 0, op: 'cancelWait', session: req.session, seq: req.seq + 1, name: req.name, ...(req.ackedSeq !== undefined ? { ackedSeq: req.ackedSeq } : {}) };
+async function withdraw(node: ApiNode, gate: ConnectionGate, req: AcquireRequest): Promise<LongPollAnswer> {
+  const cancel: Extract<Request, { op: 'cancelWait' }> = { id: 0, op: 'cancelWait', session: req.session, seq: req.seq + 1, name: req.name, ...(req.ackedSeq !== undefined ? { ackedSeq: req.ackedSeq } : {}) };
   const c = await node.serve(gate, cancel, null);
-  if (c.ok) return { ok: true, result: { status: 'timeout', index: (c.result as { index: number }).index } };
+  if (c.ok) return { ok: true, result: { status: 'timeout', index: c.result.index } };
   if (c.error.code === 'CONFLICT') {
     // Not waiting: granted meanwhile, or no longer waiting at all. currentToken may be
     // another holder's, so the lock itself says which.
@@ -74,10 +78,10 @@ async function withdraw(node: ApiNode, gate: ConnectionGate, req: AcquireRequest
 }
 
 /** Our grant of the lock if this session holds it now (a linearizable read), else null. */
-async function heldBy(node: ApiNode, gate: ConnectionGate, req: AcquireRequest): Promise<Answer | null> {
+async function heldBy(node: ApiNode, gate: ConnectionGate, req: AcquireRequest): Promise<Answer<'acquire'> | null> {
   const now = await node.serve(gate, { id: 0, op: 'get', name: req.name }, null);
   if (!now.ok) return now;
-  const lock = now.result as LockView;
+  const lock = now.result;
   const held = lock.holders.find((h) => h.session === req.session);
   return held ? { ok: true, result: { status: 'granted', token: held.token, index: held.token } } : null;
 }

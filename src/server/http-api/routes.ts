@@ -4,7 +4,7 @@
 // frame, so the two transports cannot drift apart in what they accept or mean.
 // docs/http-api.md describes them for people; web/openapi.json for tools (a test checks the
 // document against this table and the running server).
-import type { Op } from '../../protocol/client-protocol.js';
+import type { Op } from '../../protocol/ops.js';
 import { ApiError } from './errors.js';
 import { tokenFromJson, valueFromJson } from './json-wire.js';
 
