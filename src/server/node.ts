@@ -37,7 +37,7 @@ import { RaftDriver } from './raft-driver.js';
 import { ProposalTracker } from './proposals.js';
 import { AppliedWaiters, ReadIndexBatcher } from './read-barrier.js';
 import { Subscriptions, type EventSink } from './subscriptions.js';
-import { wireEvent } from './wire.js';
+import { pushedEvent } from './wire.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
 
@@ -427,11 +427,7 @@ export class PalisadeNode {
   private onMachineEvent(ev: MachineEvent, index: number, answered = false): void {
     this.duties.onMachineEvent(ev);
     this.ops?.onMachineEvent(ev, index);
-    // The requester learns an immediate grant and its own release from the answer; pushing
-    // the same news as an event would double the writes on the path of every lock cycle.
-    // Grants to waiters, and releases by expiry or close, are only ever told as events.
-    const echo = (ev.type === 'granted' && answered) || (ev.type === 'released' && ev.reason === 'release');
-    const w = echo ? null : wireEvent(ev, index);
+    const w = pushedEvent(ev, index, answered); // not the requester's own news (wire.ts)
     if (w) this.subs.route(w);
     if (ev.type === 'sessionClosed') this.subs.sessions.removeKey(ev.session);
   }

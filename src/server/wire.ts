@@ -160,6 +160,16 @@ export function wireEvent(e: MachineEvent, index: number): ServerEvent | null {
   }
 }
 
+/** What a node pushes to its clients for a machine event of the entry at `index`. The
+ *  requester learns an immediate grant (`answered`: the entry's own result is a grant) and
+ *  its own release from the answer; pushing the same news as an event would double the
+ *  writes on the path of every lock cycle. Grants to waiters, and releases by expiry or
+ *  close, are only ever told as events. */
+export function pushedEvent(e: MachineEvent, index: number, answered: boolean): ServerEvent | null {
+  const echo = (e.type === 'granted' && answered) || (e.type === 'released' && e.reason === 'release');
+  return echo ? null : wireEvent(e, index);
+}
+
 export function wireLock(l: MachineLockInfo): LockInfo {
   return {
     name: l.name,

@@ -17,13 +17,13 @@ test('a granted event that arrives before the queued answer is kept and used', a
     if (req.op !== 'acquire' || req.session !== waiterSession) return undefined;
     const queued = cluster.apply(req, conn); // queued at some index q
     queuedIndex = (queued as { result: { index: number } }).result.index;
-    cluster.free('e', 'expire'); // the holder's lease ends: granted{index > q} is pushed now...
+    cluster.expire(holder.sessionId!); // the holder's lease ends: granted{index > q} is pushed now...
     return queued; // ...and the queued answer only after it
   };
   const lock = await waiter.acquire('e', { waitMs: 2000 });
   assert.ok(lock.token > queuedIndex);
-  assert.equal(cluster.locks.get('e')!.holder!.session, waiterSession);
-  assert.equal(lock.token, cluster.locks.get('e')!.holder!.token);
+  assert.equal(cluster.holder('e')!.session, waiterSession);
+  assert.equal(lock.token, cluster.holder('e')!.token);
   await until(() => first.signal.aborted, 'the old holder hears it was released');
 });
 
@@ -57,42 +57,42 @@ test('when waitMs passes: cancelWait, LockTimeoutError, nothing left queued', as
   assert.ok(Date.now() - started >= 95);
   assert.equal(cluster.requests('cancelWait').length, 1);
   assert.equal(cluster.requests('cancelWait')[0]!.name, 'w');
-  assert.deepEqual(cluster.locks.get('w')!.waiters, []);
+  assert.deepEqual(cluster.waiters('w'), []);
 });
 
 test('a cancel that loses the race to a grant releases the grant before rejecting (event seen)', async (t) => {
   const cluster = await FakeCluster.forTest(t);
   const holder = await cluster.client();
   const waiter = await cluster.client();
-  await holder.acquire('r');
-  cluster.nodes[0]!.intercept = (req) => {
-    // The grant is applied just before the cancel reaches the log.
-    if (req.op === 'cancelWait') cluster.free('r', 'release');
+  const held = await holder.acquire('r');
+  cluster.nodes[0]!.intercept = async (req) => {
+    // The holder's release (and with it the grant) is applied just before the cancel.
+    if (req.op === 'cancelWait') await held.release();
     return undefined;
   };
   await assert.rejects(waiter.acquire('r', { waitMs: 100 }), LockTimeoutError);
   const releases = cluster.requests('release').filter((r) => r.session === waiter.sessionId);
   assert.equal(releases.length, 1, 'the unwanted grant was released');
-  assert.equal(cluster.locks.get('r')!.holder, null, 'nothing leaked');
+  assert.equal(cluster.holder('r'), null, 'nothing leaked');
 });
 
 test('a cancel that loses the race to a grant whose event never came reads the lock and releases', async (t) => {
   const cluster = await FakeCluster.forTest(t);
   const holder = await cluster.client();
   const waiter = await cluster.client();
-  await holder.acquire('s');
+  const held = await holder.acquire('s');
   const session = waiter.sessionId!;
-  cluster.nodes[0]!.intercept = (req, conn) => {
+  cluster.nodes[0]!.intercept = async (req, conn) => {
     if (req.op === 'cancelWait') {
-      conn.sessions.delete(session); // the granted event gets lost
-      cluster.free('s', 'release');
-      conn.sessions.add(session);
+      cluster.subs.sessions.remove(session, conn); // the granted event gets lost
+      await held.release();
+      cluster.subs.sessions.add(session, conn);
     }
     return undefined;
   };
   await assert.rejects(waiter.acquire('s', { waitMs: 100 }), LockTimeoutError);
   assert.ok(cluster.requests('get').some((r) => r.name === 's'), 'read the lock to learn the grant');
-  assert.equal(cluster.locks.get('s')!.holder, null, 'and released it');
+  assert.equal(cluster.holder('s'), null, 'and released it');
 });
 
 test('aborting the signal while queued cancels the wait and rejects with the reason', async (t) => {
@@ -102,32 +102,33 @@ test('aborting the signal while queued cancels the wait and rejects with the rea
   await holder.acquire('a');
   const controller = new AbortController();
   const pending = waiter.acquire('a', { signal: controller.signal });
-  await until(() => cluster.locks.get('a')!.waiters.length === 1, 'queued');
+  await until(() => cluster.waiters('a').length === 1, 'queued');
   controller.abort(new Error('shutting down'));
   await assert.rejects(pending, /shutting down/);
   assert.equal(cluster.requests('cancelWait').length, 1);
-  assert.deepEqual(cluster.locks.get('a')!.waiters, []);
+  assert.deepEqual(cluster.waiters('a'), []);
 });
 
 test('a grant made while the client was disconnected is found by reading the lock after re-attaching', async (t) => {
   const cluster = await FakeCluster.forTest(t, 2);
   const holder = await cluster.client({ endpoints: [cluster.urls[1]!] });
   const waiter = await cluster.client({ endpoints: [cluster.urls[0]!] });
-  await holder.acquire('d');
+  const held = await holder.acquire('d');
   const pending = waiter.acquire('d');
-  await until(() => cluster.locks.get('d')!.waiters.length === 1, 'queued');
+  await until(() => cluster.waiters('d').length === 1, 'queued');
   let freed = false;
-  cluster.nodes[0]!.intercept = (req) => {
-    // While the waiter reconnects (no connection carries its session yet), the lock is handed to it.
+  cluster.nodes[0]!.intercept = async (req) => {
+    // While the waiter reconnects (no connection carries its session yet), the holder
+    // releases and the lock is handed to it.
     if (req.op === 'hello' && !freed) {
       freed = true;
-      cluster.free('d', 'release');
+      await held.release();
     }
     return undefined;
   };
   cluster.nodes[0]!.dropConnections();
   const lock = await pending;
-  assert.equal(lock.token, cluster.locks.get('d')!.holder!.token);
+  assert.equal(lock.token, cluster.holder('d')!.token);
   assert.ok(cluster.requests('get').some((r) => r.name === 'd'));
 });
 
@@ -161,5 +162,5 @@ test('an in-doubt acquire the caller gave up on does not leave a grant behind', 
   };
   await assert.rejects(client.acquire('x', { waitMs: 150 }), LockTimeoutError);
   cluster.nodes[0]!.intercept = null;
-  await until(() => cluster.locks.get('x')!.holder === null, 'the grant was released');
+  await until(() => cluster.holder('x') === null, 'the grant was released');
 });

@@ -21,13 +21,13 @@ test('connect says hello first, opens one session; close releases and is idempot
   const lock = await client.acquire('a');
   assert.equal(lock.name, 'a');
   assert.equal(lock.mode, 'exclusive');
-  assert.equal(cluster.locks.get('a')!.holder!.token, lock.token);
+  assert.equal(cluster.holder('a')!.token, lock.token);
   assert.equal(lock.held, true);
 
   await Promise.all([client.close(), client.close()]);
   await client.close();
   assert.equal(cluster.requests('closeSession').length, 1);
-  assert.equal(cluster.locks.get('a')!.holder, null, 'closing the session frees its locks');
+  assert.equal(cluster.holder('a'), null, 'closing the session frees its locks');
   assert.equal(lock.signal.aborted, true);
   assert.throws(() => lock.assertHeld(), LockLostError);
   await assert.rejects(client.acquire('b'), { code: 'CLIENT_CLOSED' });
@@ -51,7 +51,7 @@ test('release is idempotent and the handle refuses use afterwards', async (t) =>
   await Promise.all([lock.release(), lock.release()]);
   await lock.release();
   assert.equal(cluster.requests('release').length, 1);
-  assert.equal(cluster.locks.get('r')!.holder, null);
+  assert.equal(cluster.holder('r'), null);
   assert.equal(lock.signal.aborted, true);
   assert.ok(lock.signal.reason instanceof LockLostError);
   assert.throws(() => lock.assertHeld(), { code: 'LOCK_LOST' });
@@ -80,7 +80,7 @@ test('a queued acquire resolves on the granted event; withLock releases when fn 
   const b = await cluster.client();
   const first = await a.acquire('q');
   const second = b.acquire('q');
-  await until(() => cluster.locks.get('q')!.waiters.length === 1, 'b queued');
+  await until(() => cluster.waiters('q').length === 1, 'b queued');
   await first.release();
   const lock = await second;
   assert.ok(lock.token > first.token);
@@ -92,14 +92,14 @@ test('a queued acquire resolves on the granted event; withLock releases when fn 
     }),
     /boom/,
   );
-  assert.equal(cluster.locks.get('w')!.holder, null, 'released although fn threw');
+  assert.equal(cluster.holder('w'), null, 'released although fn threw');
   let token = 0;
   const value = await b.withLock('w', { waitMs: 1000 }, (l) => {
     token = l.token;
     return l.token * 2;
   });
   assert.equal(value, token * 2, "withLock returns fn's value");
-  assert.equal(cluster.locks.get('w')!.holder, null);
+  assert.equal(cluster.holder('w'), null);
   await lock.release();
   await settle();
 });

@@ -29,7 +29,7 @@ test('a queued campaign resolves when the electionChanged event names our sessio
   const b = await cluster.client();
   const first = await a.election('q').campaign('a');
   const second = b.election('q').campaign('b');
-  await until(() => cluster.elections.get('q')!.candidates.length === 1, 'b queued');
+  await until(() => cluster.candidates('q').length === 1, 'b queued');
   await first.resign();
   const leadership = await second;
   assert.ok(leadership.token > first.token);
@@ -56,12 +56,12 @@ test('observe yields the current leader first, then each change once (by index)'
   assert.deepEqual(seen[0], { leader: a.sessionId, value: 'va', token: la.token });
 
   // The same event delivered twice (say, by two nodes) is yielded once.
-  const conn = [...cluster.nodes[0]!.conns].find((c) => c.elections.has('o') && !c.sessions.has(a.sessionId!))!;
+  const conn = [...cluster.nodes[0]!.conns].find((c) => cluster.carries(c, { election: 'o' }) && !cluster.carries(c, { session: a.sessionId! }))!;
   await la.proclaim('va2');
   const again = { event: 'electionChanged', index: cluster.index, election: 'o', leader: a.sessionId, value: 'va2', token: la.token };
   conn.send(again);
   const pb = b.election('o').campaign('vb');
-  await until(() => cluster.elections.get('o')!.candidates.length === 1, 'b queued');
+  await until(() => cluster.candidates('o').length === 1, 'b queued');
   await la.resign();
   const lb = await pb;
   await reading;
@@ -87,10 +87,11 @@ test('observe re-subscribes after a reconnect and catches up by reading', async 
   assert.deepEqual(seen[0], { leader: null, value: null, token: null });
   // The watcher's connection drops; the election changes while no connection tells it.
   let token = 0;
-  cluster.nodes[0]!.intercept = (req) => {
-    if (req.op === 'hello' && token === 0) {
-      token = ++cluster.index;
-      cluster.elections.set('r', { leader: { session: a.sessionId!, token, value: 'x' }, candidates: [] });
+  let campaigned = false;
+  cluster.nodes[0]!.intercept = async (req) => {
+    if (req.op === 'hello' && !campaigned) {
+      campaigned = true;
+      token = (await a.election('r').campaign('x')).token; // a is on the other node
     }
     return undefined;
   };
@@ -117,12 +118,12 @@ test('an aborted campaign leaves the queue', async (t) => {
   const la = await a.election('c').campaign('a');
   const controller = new AbortController();
   const pb = b.election('c').campaign('b', { signal: controller.signal });
-  await until(() => cluster.elections.get('c')!.candidates.length === 1, 'b queued');
+  await until(() => cluster.candidates('c').length === 1, 'b queued');
   controller.abort(new Error('not interested'));
   await assert.rejects(pb, /not interested/);
   const withdrawal = cluster.requests('resign').find((r) => r.session === b.sessionId)!;
   assert.equal(withdrawal.token, undefined, 'resign without token withdraws the candidacy');
-  assert.deepEqual(cluster.elections.get('c')!.candidates, []);
+  assert.deepEqual(cluster.candidates('c'), []);
   await la.resign();
   assert.equal(cluster.electionView('c').leader, null);
 });
@@ -134,7 +135,7 @@ test('an aborted campaign that was elected meanwhile steps down', async (t) => {
   const la = await a.election('d').campaign('a');
   const controller = new AbortController();
   const pb = b.election('d').campaign('b', { signal: controller.signal });
-  await until(() => cluster.elections.get('d')!.candidates.length === 1, 'b queued');
+  await until(() => cluster.candidates('d').length === 1, 'b queued');
   cluster.nodes[0]!.intercept = async (req) => {
     // a resigns just before b's withdrawal is applied: b leads and is no candidate any more.
     if (req.op === 'resign' && req.session === b.sessionId && req.token === undefined) await la.resign();

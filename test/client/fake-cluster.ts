@@ -1,14 +1,26 @@
 // In-process stand-ins for cluster nodes: real ws servers on 127.0.0.1 that speak the client
-// protocol from a small scripted state table (sessions, exclusive locks with FIFO waiters,
-// elections, kv, ledger, per-(session, seq) results). They test the SDK's logic, not the
-// server: each test can intercept any request to drop the connection, stay silent, answer
-// NOT_LEADER, or push events in a chosen order.
+// protocol, backed by the server's own pieces instead of a re-implementation: requests are
+// checked by parseRequest, writes become lock machine commands (commandFor), are applied by
+// the real LockMachine and answered with answerFor; events are the ones the node pushes
+// (pushedEvent: no `granted` for an immediate grant, no `released` for the holder's own
+// release), routed by the node's Subscriptions under the same rules as request-dispatch.ts.
+// The nodes share one machine, as a cluster with a perfect log would. What the fake leaves
+// out is the consensus and the timing (nothing expires on its own: tests call expire()).
+//
+// The fault hooks are the fake's: each test can intercept any request to drop the
+// connection, stay silent, answer with an error of its choice (NOT_LEADER, UNAVAILABLE ...),
+// apply it and lose the answer, or push forged events in a chosen order.
 import { Packr } from 'msgpackr';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import { LockClient, type LockClientOptions } from '../../src/client/index.js';
-import type { ServerEvent, WireError } from '../../src/protocol/client-protocol.js';
+import { DEFAULT_MACHINE_CONFIG, LockMachine, isMachineError, validateCommand, type Command, type MachineConfig, type Result } from '../../src/lockfsm/index.js';
+import type { LockInfo, Request, ServerEvent, WireError } from '../../src/protocol/client-protocol.js';
+import { isWriteRequest } from '../../src/protocol/ops.js';
+import { parseRequest } from '../../src/protocol/validate.js';
+import { Subscriptions, type EventSink } from '../../src/server/subscriptions.js';
+import { answerFor, commandFor, freeLock, machineFail, pushedEvent, wireElection, wireLock } from '../../src/server/wire.js';
 
 const packr = new Packr({ useRecords: false });
 
@@ -23,18 +35,27 @@ export const err = (code: WireError['code'], message: string = code, extra: Part
   error: { code, message, ...extra },
 });
 
-export class FakeConn {
+/** The session TTL of an openSession that names none (the server's default). */
+const DEFAULT_TTL_MS = 10_000;
+/** The machine the fake runs: the defaults, but no lock-delay unless an acquire asks for it
+ *  (a lock freed by an expiry goes to its next waiter at once) and short TTLs allowed. */
+const FAKE_MACHINE: MachineConfig = { ...DEFAULT_MACHINE_CONFIG, defaultLockDelayMs: 0, minTtlMs: 1 };
+
+let nextConnId = 1;
+
+export class FakeConn implements EventSink {
+  readonly id = nextConnId++;
   readonly node: FakeNode;
   readonly ws: WebSocket;
-  readonly sessions = new Set<number>();
-  readonly elections = new Set<string>();
-  readonly prefixes = new Set<string>();
   constructor(node: FakeNode, ws: WebSocket) {
     this.node = node;
     this.ws = ws;
   }
   send(frame: unknown): void {
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(packr.pack(frame));
+  }
+  pushEvent(e: ServerEvent): void {
+    this.send(e);
   }
 }
 
@@ -59,7 +80,10 @@ export class FakeNode {
     wss.on('connection', (ws) => {
       const conn = new FakeConn(this, ws);
       this.conns.add(conn);
-      ws.on('close', () => this.conns.delete(conn));
+      ws.on('close', () => {
+        this.conns.delete(conn);
+        this.cluster.subs.dropConn(conn);
+      });
       ws.on('message', (data: Buffer) => {
         const req = packr.unpack(data) as Req;
         void this.serve(req, conn);
@@ -92,40 +116,21 @@ export class FakeNode {
   }
 }
 
-interface LockRecord {
-  holder: { session: number; token: number; mode: 'exclusive' | 'shared' } | null;
-  waiters: { session: number; mode: 'exclusive' | 'shared' }[];
-}
-interface ElectionRecord {
-  leader: { session: number; token: number; value: string } | null;
-  candidates: { session: number; value: string }[];
-}
-interface OpRecord {
-  state: 'running' | 'done';
-  idempotencyKey: string;
-  attempt: number;
-  token: number;
-  result: Uint8Array | null;
-}
-
 export class FakeCluster {
   readonly nodes: FakeNode[] = [];
   /** Every request every node received, in arrival order. */
   readonly log: { node: string; req: Req; conn: FakeConn }[] = [];
+  /** The replicated state: production's lock machine. */
+  readonly machine = new LockMachine(FAKE_MACHINE);
+  /** Which connections want which events, as on a node. */
+  readonly subs = new Subscriptions();
+  /** The last log index (every write is one entry). */
   index = 0;
   /** What hello says about the leader. */
   leader: string | null = null;
-  readonly sessions = new Map<number, { ttlMs: number }>();
-  readonly locks = new Map<string, LockRecord>();
-  readonly elections = new Map<string, ElectionRecord>();
-  readonly kv = new Map<string, { value: Uint8Array; revision: number }>();
-  readonly ops = new Map<string, OpRecord>();
-  /** Kept results per "session:seq": a retry gets the first answer. */
-  readonly results = new Map<string, Answer>();
-  /** How many times each "session:seq" was applied (not replayed). */
-  readonly applied = new Map<string, number>();
 
   private readonly clients: LockClient[] = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   static async start(n: number): Promise<FakeCluster> {
     const c = new FakeCluster();
@@ -161,6 +166,7 @@ export class FakeCluster {
   }
 
   async stop(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t);
     await Promise.all(this.nodes.map((n) => n.stop()));
   }
 
@@ -169,264 +175,128 @@ export class FakeCluster {
     return this.log.filter((e) => e.req.op === op && (node === undefined || e.node === node)).map((e) => e.req);
   }
 
-  /** Pushes an event to every connection that carries its session / election / prefix. */
-  push(e: ServerEvent): void {
-    for (const node of this.nodes) {
-      for (const c of node.conns) {
-        const wants =
-          'session' in e
-            ? c.sessions.has(e.session)
-            : e.event === 'electionChanged'
-              ? c.elections.has(e.election)
-              : [...c.prefixes].some((p) => e.key.startsWith(p));
-        if (wants) c.send(e);
-      }
-    }
+  // ---- views of the machine (what `get`, `leader` and `kvGet` answer) -------------------
+
+  lock(name: string): LockInfo {
+    const l = this.machine.lock(name);
+    return l ? wireLock(l) : freeLock(name);
   }
 
-  /** The session expires: its locks go to the next waiters, its connections hear of it. */
+  /** The lock's (first) holder, or null when it is free. */
+  holder(name: string): LockInfo['holders'][number] | null {
+    return this.lock(name).holders[0] ?? null;
+  }
+
+  waiters(name: string): LockInfo['waiters'] {
+    return this.lock(name).waiters;
+  }
+
+  electionView(name: string): { election: string; leader: number | null; value: string | null; token: number | null } {
+    return wireElection(name, this.machine.election(name));
+  }
+
+  /** Sessions queued as candidates of an election, next first. */
+  candidates(name: string): readonly number[] {
+    return this.machine.election(name)?.candidates ?? [];
+  }
+
+  /** Whether `conn` would hear events of this session / election (the node's Subscriptions). */
+  carries(conn: FakeConn, what: { session: number } | { election: string }): boolean {
+    const sinks = 'session' in what ? this.subs.sessions.get(what.session) : this.subs.elections.get(what.election);
+    return [...sinks].includes(conn);
+  }
+
+  // ---- what the leader's timers would propose ----------------------------------------------
+
+  /** The session's lease ends on the leader: its locks go to the next waiters, its
+   *  connections hear of it. */
   expire(session: number): void {
-    this.dropSession(session, 'expire');
-    this.push({ event: 'sessionExpired', index: ++this.index, session });
+    this.commit({ type: 'expireSession', session });
   }
 
-  apply(req: Req, conn: FakeConn): Answer {
-    const r = req as Record<string, unknown>;
-    const session = r.session as number;
+  /** Forge an event, routed as the node routes it. */
+  push(e: ServerEvent): void {
+    this.subs.route(e);
+  }
+
+  // ---- serving a request ---------------------------------------------------------------------
+
+  /** Serve `req` on `conn` as a node does (request-dispatch.ts), minus consensus. */
+  apply(raw: Req, conn: FakeConn): Answer {
+    const parsed = parseRequest(raw);
+    if ('error' in parsed) return { ok: false, error: parsed.error };
+    const req: Request = parsed;
+    const subs = this.subs;
     switch (req.op) {
       case 'hello':
         return { ok: true, result: { nodeId: conn.node.id, clusterId: 'test', leader: this.leader, members: [] } };
       case 'status':
         return { ok: true, result: { id: conn.node.id, role: 'leader', term: 1, leader: this.leader, commitIndex: this.index, appliedIndex: this.index, members: [], pid: 0 } };
-      case 'openSession': {
-        const id = ++this.index;
-        const ttlMs = (r.ttlMs as number | undefined) ?? 10_000;
-        this.sessions.set(id, { ttlMs });
-        conn.sessions.add(id);
-        return { ok: true, result: { session: id, ttlMs } };
-      }
       case 'attach':
       case 'keepAlive': {
-        const s = this.sessions.get(session);
-        if (!s) return err('UNKNOWN_SESSION');
-        if (req.op === 'attach') conn.sessions.add(session);
+        const s = this.machine.session(req.session);
+        if (!s) return err('UNKNOWN_SESSION', `session ${req.session} does not exist (expired or closed)`);
+        if (req.op === 'attach') subs.sessions.add(req.session, conn);
         return { ok: true, result: { ttlMs: s.ttlMs } };
       }
-      case 'get': {
-        const l = this.locks.get(r.name as string);
-        return {
-          ok: true,
-          result: { name: r.name, holders: l?.holder ? [l.holder] : [], waiters: l?.waiters ?? [], limit: null, delayed: false },
-        };
-      }
+      case 'get':
+        return { ok: true, result: this.lock(req.name) };
       case 'leader':
-        return { ok: true, result: this.electionView(r.election as string) };
+        return { ok: true, result: this.electionView(req.election) };
       case 'observe':
-        conn.elections.add(r.election as string);
-        return { ok: true, result: this.electionView(r.election as string) };
+        subs.elections.add(req.election, conn);
+        return { ok: true, result: this.electionView(req.election) };
       case 'unobserve':
-        conn.elections.delete(r.election as string);
+        subs.elections.remove(req.election, conn);
         return { ok: true, result: {} };
       case 'kvGet': {
-        const e = this.kv.get(r.key as string);
-        return { ok: true, result: e ? { key: r.key, value: e.value, revision: e.revision } : null };
+        const kv = this.machine.kvGet(req.key);
+        return { ok: true, result: kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null };
       }
-      case 'watch': {
-        conn.prefixes.add(r.prefix as string);
-        const entries = [...this.kv].filter(([k]) => k.startsWith(r.prefix as string)).map(([key, e]) => ({ key, value: e.value, revision: e.revision }));
-        return { ok: true, result: entries };
-      }
+      case 'watch':
+        subs.watches.add(req.prefix, conn);
+        return { ok: true, result: this.machine.kvRange(req.prefix).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })) };
       case 'unwatch':
-        conn.prefixes.delete(r.prefix as string);
+        subs.watches.remove(req.prefix, conn);
         return { ok: true, result: {} };
       default: {
-        // Session-scoped writes: answer a retry with the first answer.
-        if (!this.sessions.has(session)) return err('UNKNOWN_SESSION');
-        conn.sessions.add(session);
-        const key = `${session}:${r.seq as number}`;
-        const kept = this.results.get(key);
-        if (kept) return kept;
-        const answer = this.write(req, session);
-        this.results.set(key, answer);
-        this.applied.set(key, (this.applied.get(key) ?? 0) + 1);
-        return answer;
+        if (!isWriteRequest(req)) return err('UNKNOWN_OP', `the fake cluster does not serve ${req.op}`);
+        const cmd = validateCommand(commandFor(req, DEFAULT_TTL_MS, Date.now()), this.machine.config);
+        if (isMachineError(cmd)) return machineFail(cmd);
+        const result = this.commit(cmd);
+        const ans = answerFor(req.op, result, this.index);
+        // Events for a session go to the connections that carry it (as request-dispatch.ts).
+        if (ans.ok) {
+          if (req.op === 'openSession') subs.sessions.add((ans.result as { session: number }).session, conn);
+          else subs.sessions.add(req.session, conn);
+          if (req.op === 'campaign') subs.elections.add(req.election, conn);
+        }
+        return ans;
       }
     }
   }
 
-  private write(req: Req, session: number): Answer {
-    const r = req as Record<string, unknown>;
-    const fence = r.fence as { lock: string; token: number } | undefined;
-    if (fence && this.locks.get(fence.lock)?.holder?.token !== fence.token) {
-      return err('FENCED', 'fenced', { currentToken: this.locks.get(fence.lock)?.holder?.token ?? null });
-    }
-    switch (req.op) {
-      case 'closeSession':
-        this.dropSession(session, 'close');
-        return { ok: true, result: { index: ++this.index } };
-      case 'acquire': {
-        const name = r.name as string;
-        const mode = r.mode as 'exclusive' | 'shared';
-        const lock = this.lockRecord(name);
-        const index = ++this.index;
-        if (lock.holder === null) {
-          lock.holder = { session, token: index, mode };
-          // As the node does: an immediate grant is told by the answer, not pushed again.
-          return { ok: true, result: { status: 'granted', token: index, index } };
-        }
-        if (!r.wait) return { ok: true, result: { status: 'busy', holders: [lock.holder], index } };
-        lock.waiters.push({ session, mode });
-        return { ok: true, result: { status: 'queued', position: lock.waiters.length, index } };
-      }
-      case 'release': {
-        const name = r.name as string;
-        const lock = this.locks.get(name);
-        if (!lock?.holder || lock.holder.session !== session || lock.holder.token !== r.token) return err('NOT_HOLDER');
-        this.free(name, 'release');
-        return { ok: true, result: { index: this.index } };
-      }
-      case 'cancelWait': {
-        const lock = this.locks.get(r.name as string);
-        const i = lock ? lock.waiters.findIndex((w) => w.session === session) : -1;
-        if (lock && i >= 0) {
-          lock.waiters.splice(i, 1);
-          return { ok: true, result: { index: ++this.index } };
-        }
-        return err('CONFLICT', 'not waiting', { currentToken: lock?.holder?.token ?? null });
-      }
-      case 'campaign': {
-        const e = this.electionRecord(r.election as string);
-        const index = ++this.index;
-        if (e.leader === null) {
-          e.leader = { session, token: index, value: r.value as string };
-          this.pushElection(r.election as string);
-          return { ok: true, result: { status: 'leader', token: index, index } };
-        }
-        e.candidates.push({ session, value: r.value as string });
-        return { ok: true, result: { status: 'queued', position: e.candidates.length, index } };
-      }
-      case 'proclaim': {
-        const e = this.elections.get(r.election as string);
-        if (!e?.leader || e.leader.session !== session || e.leader.token !== r.token) return err('NOT_HOLDER');
-        e.leader.value = r.value as string;
-        ++this.index;
-        this.pushElection(r.election as string);
-        return { ok: true, result: { index: this.index } };
-      }
-      case 'resign': {
-        const e = this.elections.get(r.election as string);
-        if (r.token === undefined) {
-          // Without a token: a queued candidate withdraws.
-          const i = e ? e.candidates.findIndex((c) => c.session === session) : -1;
-          if (!e || i < 0) return err('CONFLICT', 'not a queued candidate');
-          e.candidates.splice(i, 1);
-          return { ok: true, result: { index: ++this.index } };
-        }
-        if (!e?.leader || e.leader.session !== session || e.leader.token !== r.token) return err('NOT_HOLDER');
-        this.stepDown(r.election as string);
-        return { ok: true, result: { index: this.index } };
-      }
-      case 'put': {
-        const key = r.key as string;
-        const cur = this.kv.get(key);
-        if (r.ifRevision !== undefined && (cur?.revision ?? 0) !== r.ifRevision) return err('CONFLICT');
-        const revision = ++this.index;
-        this.kv.set(key, { value: r.value as Uint8Array, revision });
-        this.push({ event: 'kvChanged', index: revision, key, value: r.value as Uint8Array, revision });
-        return { ok: true, result: { revision, index: revision } };
-      }
-      case 'delete': {
-        const key = r.key as string;
-        const existed = this.kv.delete(key);
-        const index = ++this.index;
-        if (existed) this.push({ event: 'kvChanged', index, key, value: null, revision: index });
-        return { ok: true, result: { existed, revision: existed ? index : 0, index } };
-      }
-      case 'beginOp': {
-        const opKey = r.opKey as string;
-        const token = (r.fence as { token: number }).token;
-        const index = ++this.index;
-        const op = this.ops.get(opKey);
-        if (!op) {
-          this.ops.set(opKey, { state: 'running', idempotencyKey: `ik-${opKey}`, attempt: 1, token, result: null });
-          return { ok: true, result: { status: 'run', idempotencyKey: `ik-${opKey}`, attempt: 1, index } };
-        }
-        if (op.state === 'done') return { ok: true, result: { status: 'done', idempotencyKey: op.idempotencyKey, result: op.result, index } };
-        if (r.retry === true || op.token === token) {
-          op.attempt++;
-          op.token = token;
-          return { ok: true, result: { status: 'run', idempotencyKey: op.idempotencyKey, attempt: op.attempt, index } };
-        }
-        return { ok: true, result: { status: 'inDoubt', idempotencyKey: op.idempotencyKey, attempt: op.attempt, token: op.token, index } };
-      }
-      case 'completeOp': {
-        const op = this.ops.get(r.opKey as string);
-        if (!op) return err('CONFLICT');
-        op.state = 'done';
-        op.result = r.result as Uint8Array;
-        return { ok: true, result: { idempotencyKey: op.idempotencyKey, index: ++this.index } };
-      }
-      default:
-        return err('UNKNOWN_OP');
-    }
-  }
-
-  private lockRecord(name: string): LockRecord {
-    let l = this.locks.get(name);
-    if (!l) this.locks.set(name, (l = { holder: null, waiters: [] }));
-    return l;
-  }
-
-  private electionRecord(name: string): ElectionRecord {
-    let e = this.elections.get(name);
-    if (!e) this.elections.set(name, (e = { leader: null, candidates: [] }));
-    return e;
-  }
-
-  electionView(name: string): { election: string; leader: number | null; value: string | null; token: number | null } {
-    const l = this.elections.get(name)?.leader;
-    return { election: name, leader: l?.session ?? null, value: l?.value ?? null, token: l?.token ?? null };
-  }
-
-  pushElection(name: string): void {
-    const v = this.electionView(name);
-    this.push({ event: 'electionChanged', index: this.index, election: name, leader: v.leader, value: v.value, token: v.token });
-  }
-
-  /** Frees `name` and grants it to the next waiter (each step its own index, as in the log). */
-  free(name: string, reason: 'release' | 'close' | 'expire'): void {
-    const lock = this.locks.get(name);
-    if (!lock?.holder) return;
-    const h = lock.holder;
-    lock.holder = null;
+  /** Append `cmd` as the next entry (this.index) and apply it as the node's apply does:
+   *  its events pushed, its result returned. */
+  private commit(cmd: Command): Result {
     const index = ++this.index;
-    // The holder's own release is told by its answer; a close or an expiry is pushed.
-    if (reason !== 'release') this.push({ event: 'released', index, session: h.session, name, token: h.token, reason });
-    const next = lock.waiters.shift();
-    if (next) {
-      const token = ++this.index;
-      lock.holder = { session: next.session, token, mode: next.mode };
-      this.push({ event: 'granted', index: token, session: next.session, name, token, mode: next.mode });
+    const out = this.machine.apply(index, cmd);
+    const answered = out.result.type === 'granted';
+    for (const ev of out.events) {
+      const e = pushedEvent(ev, index, answered);
+      if (e) this.subs.route(e);
+      if (ev.type === 'sessionClosed') this.subs.sessions.removeKey(ev.session);
+      if (ev.type === 'lockDelayStarted') this.after(ev.delayMs, { type: 'lockDelayElapsed', name: ev.name, since: ev.since });
     }
+    return out.result;
   }
 
-  private stepDown(name: string): void {
-    const e = this.elections.get(name)!;
-    const next = e.candidates.shift();
-    const index = ++this.index;
-    e.leader = next ? { session: next.session, token: index, value: next.value } : null;
-    this.pushElection(name);
-  }
-
-  private dropSession(session: number, reason: 'close' | 'expire'): void {
-    this.sessions.delete(session);
-    for (const [name, lock] of this.locks) {
-      lock.waiters = lock.waiters.filter((w) => w.session !== session);
-      if (lock.holder?.session === session) this.free(name, reason);
-    }
-    for (const [name, e] of this.elections) {
-      e.candidates = e.candidates.filter((c) => c.session !== session);
-      if (e.leader?.session === session) this.stepDown(name);
-    }
+  /** A leader's timer: propose `cmd` after `ms`. */
+  private after(ms: number, cmd: Command): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      this.commit(cmd);
+    }, ms);
+    this.timers.add(t);
   }
 }

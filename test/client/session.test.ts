@@ -66,7 +66,7 @@ test('without acknowledged keepalives, lock.signal aborts exactly at the safe de
   startAcking();
   // The silent attach times out; after a backoff a new connection serves the close.
   await advanceUntil(clock, () => cluster.requests('closeSession').length === 1, 'closeSession of the abandoned session');
-  assert.equal(cluster.locks.get('a')!.holder, null);
+  assert.equal(cluster.holder('a'), null);
   const again = await client.acquire('a');
   assert.ok(again.token > lock.token);
   assert.equal(cluster.requests('openSession').length, 2);
@@ -119,7 +119,7 @@ test('a waiting acquire rejects with SessionExpiredError when the session expire
   const other = await cluster.client();
   await other.acquire('w');
   const waiting = client.acquire('w');
-  await until(() => cluster.locks.get('w')!.waiters.length === 1, 'queued');
+  await until(() => cluster.waiters('w').length === 1, 'queued');
   cluster.expire(client.sessionId!);
   await assert.rejects(waiting, SessionExpiredError);
 });
@@ -149,7 +149,8 @@ test('events for a session that is not ours are ignored', async (t) => {
 test('a released event for our lock (freed by the cluster) loses the handle', async (t) => {
   const { cluster, client } = await setup(t);
   const lock = await client.acquire('f');
-  cluster.free('f', 'expire');
+  // The first of the two events an expiry pushes (released, then sessionExpired), alone.
+  cluster.push({ event: 'released', index: cluster.index + 1, session: client.sessionId!, name: 'f', token: lock.token, reason: 'expire' });
   await until(() => lock.signal.aborted, 'lost');
   assert.throws(() => lock.assertHeld(), { code: 'LOCK_LOST' });
 });
