@@ -1,7 +1,7 @@
 // The small key-value space and the idempotency-key ledger, both guarded by fencing
 // tokens: a write that carries a fence applies only while that lock is held right then
 // with that token. For resources that cannot check a token themselves.
-import type { Fence, KvEntry, ServerEvent } from '../protocol/client-protocol.js';
+import type { BeginOpResult, Fence, KvEntry, ServerEvent } from '../protocol/client-protocol.js';
 import { defaultDeadline, isRecord, type ClientCore } from './core.js';
 import { FencedError, InDoubtError, InvalidArgumentError, LockLostError, PalisadeError } from './errors.js';
 import { AsyncQueue } from './queue.js';
@@ -154,11 +154,6 @@ export interface OnceOptions {
 /** The operation to run at most once; its result must survive JSON (it is recorded as JSON). */
 export type OnceFn<T> = (idempotencyKey: string, signal: AbortSignal) => T | Promise<T>;
 
-type Begun =
-  | { readonly status: 'run'; readonly idempotencyKey: string; readonly attempt: number }
-  | { readonly status: 'done'; readonly result: Uint8Array }
-  | { readonly status: 'inDoubt'; readonly idempotencyKey: string; readonly attempt: number; readonly token: number };
-
 /**
  * Runs `fn` at most once per `opKey` across every holder of the lock: beginOp (fenced);
  * `done` returns the recorded result; `run` runs fn and records its result with completeOp
@@ -174,14 +169,14 @@ export async function runOnce<T>(
 ): Promise<T> {
   if (typeof opKey !== 'string' || opKey === '') throw new InvalidArgumentError('opKey must be a non-empty string');
   const deadline = (): number => deadlineOf(core, options.timeoutMs);
-  const begin = async (retry: boolean): Promise<Begun> => {
+  const begin = async (retry: boolean): Promise<BeginOpResult> => {
     const fence = fenceOf(holder);
     const result = await fenced(holder, () =>
       core.sessions.sequenced(() => ({ op: 'beginOp', opKey, fence, ...(retry ? { retry: true } : {}) }), {
         deadline: deadline(),
       }),
     );
-    return parseBegun(result);
+    return parseBeginOpResult(result);
   };
   let begun = await begin(false);
   if (begun.status === 'inDoubt') {
@@ -211,7 +206,7 @@ function decodeResult<T>(bytes: Uint8Array): T {
   return (bytes.length === 0 ? undefined : JSON.parse(textDecoder.decode(bytes))) as T;
 }
 
-function parseBegun(v: unknown): Begun {
+function parseBeginOpResult(v: unknown): BeginOpResult {
   if (isRecord(v)) {
     if (v.status === 'done' && v.result instanceof Uint8Array) return { status: 'done', result: v.result };
     if ((v.status === 'run' || v.status === 'inDoubt') && typeof v.idempotencyKey === 'string') {

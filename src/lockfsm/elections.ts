@@ -10,7 +10,7 @@ import type { ApplyContext } from './context.js';
 import { conflict, withToken } from './errors.js';
 import { sessionLoad, tooManyLocks, type SessionRecord } from './sessions.js';
 import { fail, readArray, readEach, readIndex, readString, readTuple } from './snapshot-reader.js';
-import type { CampaignResult, ElectionInfo, MachineError, OkResult } from './types.js';
+import type { MachineCampaignResult, ElectionInfo, MachineError, OkResult } from './types.js';
 
 const OK: OkResult = Object.freeze({ type: 'ok' });
 
@@ -36,7 +36,7 @@ export class ElectionTable {
 
   constructor(private readonly maxLocksPerSession: number) {}
 
-  campaign(ctx: ApplyContext, rec: SessionRecord, name: string, value: string): CampaignResult {
+  campaign(ctx: ApplyContext, rec: SessionRecord, name: string, value: string): MachineCampaignResult {
     let e = this.byName.get(name);
     if (e !== undefined) {
       // Campaigning again answers the standing leadership or place, as acquire does.

@@ -33,7 +33,7 @@ import {
   readUint,
 } from './snapshot-reader.js';
 import type {
-  BeginOpResult,
+  MachineBeginOpResult,
   Fence,
   MachineError,
   OpCompletedResult,
@@ -66,7 +66,7 @@ export class OpLedger {
 
   constructor(private readonly maxEntries: number) {}
 
-  begin(ctx: ApplyContext, session: number, opKey: string, fence: Fence, retry: boolean, at: number): BeginOpResult {
+  begin(ctx: ApplyContext, session: number, opKey: string, fence: Fence, retry: boolean, at: number): MachineBeginOpResult {
     const op = this.running.get(opKey) ?? this.done.get(opKey);
     if (op === undefined) {
       if (this.size >= this.maxEntries) {

@@ -29,11 +29,11 @@ import {
   readUint,
 } from './snapshot-reader.js';
 import type {
-  AcquireResult,
+  MachineAcquireResult,
   BusyResult,
-  HolderInfo,
+  Holder,
   LockDelayInfo,
-  LockInfo,
+  MachineLockInfo,
   LockMode,
   MachineError,
   OkResult,
@@ -47,7 +47,7 @@ export const BUSY_HOLDERS_SHOWN = 16;
 
 const OK: OkResult = Object.freeze({ type: 'ok' });
 
-interface Holder {
+interface HolderRecord {
   readonly session: SessionRecord;
   readonly token: number;
   readonly mode: LockMode;
@@ -66,7 +66,7 @@ const NO_WAITERS: ReadonlyMap<number, Waiter> = new Map();
 
 class LockRecord {
   /** In grant order (so tokens never decrease along it). */
-  readonly holders = new Map<number, Holder>();
+  readonly holders = new Map<number, HolderRecord>();
   /**
    * In arrival order: the FIFO queue. A Map gives O(1) removal from the middle (cancels,
    * session ends). Created on first use: most locks never have a waiter.
@@ -122,7 +122,7 @@ export class LockTable {
 
   // ---- commands ------------------------------------------------------------------------
 
-  acquire(ctx: ApplyContext, rec: SessionRecord, req: AcquireRequest): AcquireResult {
+  acquire(ctx: ApplyContext, rec: SessionRecord, req: AcquireRequest): MachineAcquireResult {
     let lock = this.byName.get(req.name);
     if (lock !== undefined) {
       // Asking again for what one holds or waits for answers the existing grant or place:
@@ -279,13 +279,13 @@ export class LockTable {
     return this.delayed.size;
   }
 
-  info(name: string): LockInfo | null {
+  info(name: string): MachineLockInfo | null {
     const lock = this.byName.get(name);
     return lock === undefined ? null : infoOf(lock);
   }
 
   /** Names in code-unit order. O(locks) per call: meant for status pages, not hot paths. */
-  list(prefix: string, limit: number): LockInfo[] {
+  list(prefix: string, limit: number): MachineLockInfo[] {
     const names: string[] = [];
     for (const name of this.byName.keys()) if (name.startsWith(prefix)) names.push(name);
     names.sort();
@@ -330,7 +330,7 @@ export class LockTable {
     ctx.events.push({ type: 'granted', session: rec.id, name: lock.name, token: ctx.index, mode });
   }
 
-  private removeHolder(ctx: ApplyContext, lock: LockRecord, holder: Holder, reason: ReleaseReason): void {
+  private removeHolder(ctx: ApplyContext, lock: LockRecord, holder: HolderRecord, reason: ReleaseReason): void {
     lock.holders.delete(holder.session.id);
     if (lock.holders.size === 0) lock.heldMode = null;
     if (holder.mode === 'shared') removeSharedParty(lock);
@@ -496,12 +496,12 @@ function positionOf(lock: LockRecord, session: number): number {
   return position;
 }
 
-function holderInfo(h: Holder): HolderInfo {
+function holderInfo(h: HolderRecord): Holder {
   return { session: h.session.id, token: h.token, mode: h.mode };
 }
 
 function busyOf(lock: LockRecord): BusyResult {
-  const holders: HolderInfo[] = [];
+  const holders: Holder[] = [];
   for (const h of lock.holders.values()) {
     if (holders.length === BUSY_HOLDERS_SHOWN) break;
     holders.push(holderInfo(h));
@@ -509,7 +509,7 @@ function busyOf(lock: LockRecord): BusyResult {
   return { type: 'busy', holders, holderCount: lock.holders.size, delayed: lock.delay !== null };
 }
 
-function infoOf(lock: LockRecord): LockInfo {
+function infoOf(lock: LockRecord): MachineLockInfo {
   let position = 0;
   return {
     name: lock.name,

@@ -25,7 +25,7 @@ import type {
   ExpireSessionCommand,
   Fence,
   KvEntry,
-  LockInfo,
+  MachineLockInfo,
   MachineError,
   MachineStats,
   OkResult,
@@ -231,12 +231,12 @@ export class LockMachine {
   // ---- reads (served after ReadIndex) --------------------------------------------------
   // Returned byte arrays are the machine's own: callers must not modify them.
 
-  lock(name: string): LockInfo | null {
+  lock(name: string): MachineLockInfo | null {
     return this.lockTable.info(name);
   }
 
   /** Locks whose name starts with `prefix`, in code-unit order. O(all locks) per call. */
-  locks(prefix = '', limit = NO_LIMIT): LockInfo[] {
+  locks(prefix = '', limit = NO_LIMIT): MachineLockInfo[] {
     return this.lockTable.list(prefix, limit);
   }
 

@@ -6,13 +6,10 @@
 // Numbers are JS numbers: log indexes, session ids and tokens are all Raft log indexes,
 // which stay far below 2^53.
 
-export type LockMode = 'exclusive' | 'shared';
+import type { Fence, Holder, KvEntry, LockMode } from './vocabulary.js';
 
-/** Proof of holding a lock: the lock's name and the fencing token of the caller's grant. */
-export interface Fence {
-  readonly lock: string;
-  readonly token: number;
-}
+// The words the client protocol shares with the machine are defined in vocabulary.ts.
+export type { Fence, Holder, KvEntry, LockMode };
 
 /**
  * Fields of every command a client sends for a session (Raft thesis §6.3). `seq` numbers the
@@ -234,16 +231,10 @@ export interface QueuedResult {
   readonly position: number;
 }
 
-export interface HolderInfo {
-  readonly session: number;
-  readonly token: number;
-  readonly mode: LockMode;
-}
-
 /** `holders` lists at most BUSY_HOLDERS_SHOWN holders; `holderCount` counts them all. */
 export interface BusyResult {
   readonly type: 'busy';
-  readonly holders: readonly HolderInfo[];
+  readonly holders: readonly Holder[];
   readonly holderCount: number;
   /** True when the lock is held back by lock-delay (possibly with nobody holding it). */
   readonly delayed: boolean;
@@ -304,9 +295,11 @@ export interface PrunedResult {
   readonly count: number;
 }
 
-export type AcquireResult = GrantedResult | QueuedResult | BusyResult | MachineError;
-export type CampaignResult = LeaderResult | QueuedResult | MachineError;
-export type BeginOpResult = OpRunResult | OpRetryResult | OpDoneResult | OpInDoubtResult | MachineError;
+// Machine*: the machine's form of a concept the protocol has too, in another shape
+// (src/protocol's AcquireResult is tagged by `status` and carries the entry index).
+export type MachineAcquireResult = GrantedResult | QueuedResult | BusyResult | MachineError;
+export type MachineCampaignResult = LeaderResult | QueuedResult | MachineError;
+export type MachineBeginOpResult = OpRunResult | OpRetryResult | OpDoneResult | OpInDoubtResult | MachineError;
 
 export type Result =
   | SessionOpenedResult
@@ -330,16 +323,16 @@ export interface ResultByCommand {
   openSession: SessionOpenedResult | MachineError;
   closeSession: OkResult | MachineError;
   expireSession: OkResult | MachineError;
-  acquire: AcquireResult;
+  acquire: MachineAcquireResult;
   release: OkResult | MachineError;
   cancelWait: OkResult | MachineError;
   lockDelayElapsed: OkResult | MachineError;
-  campaign: CampaignResult;
+  campaign: MachineCampaignResult;
   proclaim: OkResult | MachineError;
   resign: OkResult | MachineError;
   put: WrittenResult | MachineError;
   delete: DeletedResult | MachineError;
-  beginOp: BeginOpResult;
+  beginOp: MachineBeginOpResult;
   completeOp: OpCompletedResult | MachineError;
   pruneOps: PrunedResult | MachineError;
 }
@@ -454,13 +447,14 @@ export interface LockDelayInfo {
   readonly delayMs: number;
 }
 
-export interface LockInfo {
+/** A lock as the machine sees it (src/protocol's LockInfo is what clients are shown). */
+export interface MachineLockInfo {
   readonly name: string;
   /** Mode of the current holders, null when nobody holds it. */
   readonly mode: LockMode | null;
   /** Semaphore limit of the shared parties present, null when unlimited or none. */
   readonly limit: number | null;
-  readonly holders: readonly HolderInfo[];
+  readonly holders: readonly Holder[];
   readonly waiters: readonly WaiterInfo[];
   readonly delayed: boolean;
   readonly lockDelay: LockDelayInfo | null;
@@ -510,12 +504,6 @@ export interface ElectionInfo {
   readonly token: number | null;
   /** Queued candidates, next first. */
   readonly candidates: readonly number[];
-}
-
-export interface KvEntry {
-  readonly key: string;
-  readonly value: Uint8Array;
-  readonly revision: number;
 }
 
 export interface PendingLockDelay {

@@ -6,7 +6,12 @@
 //   event     {event, index, ...fields}            (server-pushed, no id)
 //
 // This module holds only types and constants so that both the client (src/client) and the
-// server (src/server) can import it without importing each other.
+// server (src/server) can import it without importing each other. The words it shares with
+// the lock machine (LockMode, Fence, Holder, KvEntry) are defined once, in
+// src/lockfsm/vocabulary.ts (declarations only, imported as types: why there, see that file).
+import type { Fence, Holder, KvEntry, LockMode } from '../lockfsm/vocabulary.js';
+
+export type { Fence, Holder, KvEntry, LockMode };
 
 export const PROTOCOL_VERSION = 1;
 
@@ -63,8 +68,6 @@ export interface WireError {
   readonly currentRevision?: number;
 }
 
-export type LockMode = 'exclusive' | 'shared';
-
 /** Fields every session-scoped write carries, for exactly-once application (thesis §6.3). */
 export interface Sequenced {
   readonly session: number;
@@ -72,11 +75,6 @@ export interface Sequenced {
   readonly seq: number;
   /** Every seq <= ackedSeq has been answered; the node may forget those results. */
   readonly ackedSeq?: number;
-}
-
-export interface Fence {
-  readonly lock: string;
-  readonly token: number;
 }
 
 export type Request =
@@ -180,12 +178,6 @@ export type AcquireResult =
       readonly delayed?: boolean;
     };
 
-export interface Holder {
-  readonly session: number;
-  readonly token: number;
-  readonly mode: LockMode;
-}
-
 export interface LockInfo {
   readonly name: string;
   readonly holders: readonly Holder[];
@@ -204,12 +196,6 @@ export interface ElectionLeader {
   readonly leader: number | null; // the leading session
   readonly value: string | null;
   readonly token: number | null;
-}
-
-export interface KvEntry {
-  readonly key: string;
-  readonly value: Uint8Array;
-  readonly revision: number;
 }
 
 export type BeginOpResult =

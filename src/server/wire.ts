@@ -4,8 +4,8 @@
 import type {
   Command,
   ElectionInfo,
-  LockInfo as MachineLockInfo,
   MachineError,
+  MachineLockInfo,
   MachineEvent,
   Result,
 } from '../lockfsm/types.js';

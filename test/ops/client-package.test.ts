@@ -22,7 +22,9 @@ after(async () => {
 test('npm pack of palisade-client installs alone into an empty project and takes a lock', { timeout: 120_000 }, () => {
   const tgz = execFileSync(process.execPath, [join(ROOT, 'scripts/pack-client.mjs'), dir], { encoding: 'utf8' }).trim().split('\n').pop()!;
   const shipped = execFileSync('tar', ['-tzf', tgz], { encoding: 'utf8' });
-  assert.doesNotMatch(shipped, /dist\/(server|transport|raft|lockfsm|storage|cli|backup|config)\//, 'no server code in the package');
+  assert.doesNotMatch(shipped, /dist\/(server|transport|raft|storage|cli|backup|config)\//, 'no server code in the package');
+  // The one file of the lock machine it holds: the shared vocabulary, declarations only.
+  assert.deepEqual(shipped.split('\n').filter((f) => f.includes('dist/lockfsm/')).sort(), ['package/dist/lockfsm/vocabulary.d.ts', 'package/dist/lockfsm/vocabulary.js']);
 
   const app = join(dir, 'app');
   execFileSync('mkdir', ['-p', app]);

@@ -2,7 +2,7 @@
 // Everything here reads the node's in-memory state as it is on THIS node: on a follower the
 // lock table is the state applied here (at most a little behind the leader), not a
 // linearizable read; every answer says which node and applied index it is from.
-import type { LockInfo, LockMachine, MachineStats, SessionLease } from '../../lockfsm/index.js';
+import type { MachineLockInfo, LockMachine, MachineStats, SessionLease } from '../../lockfsm/index.js';
 import type { RaftNode } from '../../raft/index.js';
 import type { RaftStorage, StorageStats } from '../../storage/index.js';
 import type { ClientServer } from '../../transport/client-server.js';
@@ -115,7 +115,7 @@ export class NodeView implements MetricsSource {
   private readonly startedAt = Date.now();
   /** The full sorted listing for one prefix at one applied index: paging through 10,000
    *  locks then costs one listing per change, not one per page. */
-  private lockCache: { machine: LockMachine; applied: number; prefix: string; locks: LockInfo[] } | null = null;
+  private lockCache: { machine: LockMachine; applied: number; prefix: string; locks: MachineLockInfo[] } | null = null;
   /** Session leases at one applied index (machine.session() would list each session's locks). */
   private leaseCache: { machine: LockMachine; applied: number; leases: Map<number, SessionLease> } | null = null;
 
