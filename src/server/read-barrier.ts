@@ -1,36 +1,70 @@
 // Linearizable reads and leadership confirmation through ReadIndex (thesis §6.4), batched:
 // every request that arrives while a round is in flight joins the next round, so one
 // heartbeat round confirms any number of reads and keepalives.
+import { performance } from 'node:perf_hooks';
 import type { RaftNode, ReadState } from '../raft/index.js';
 
 type Waiter = { resolve: (index: number) => void; reject: (e: Error) => void };
 
 export class ReadUnavailable extends Error {}
 
+/**
+ * How soon a round may start after the previous one started when only lease confirmations
+ * (keepalives) wait for it. Reads start a round at once; keepalives alone would otherwise
+ * keep rounds running back to back (one per round trip, thousands a second at 10,000
+ * keepalives/s), each a heartbeat to and an answer from every follower. A keepalive still
+ * waits for a round that started after it arrived; it only waits up to this much longer.
+ */
+export const LEASE_ROUND_SPACING_MS = 5;
+
+/** Whether a waiter needs its round at once (a read) or may share a spaced one (a lease). */
+export type Urgency = 'read' | 'lease';
+
 export class ReadIndexBatcher {
   private next: Waiter[] = [];
+  /** A read waits in `next`: its round starts without spacing. */
+  private readWaiting = false;
   private inflight: { key: string; waiters: Waiter[]; timer: NodeJS.Timeout } | null = null;
   private counter = 0;
+  private lastStart = Number.NEGATIVE_INFINITY;
+  private spaced: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly raft: RaftNode,
     private readonly kick: () => void,
     private readonly roundTimeoutMs: number,
     private readonly nodeTag: string,
+    private readonly now: () => number = () => performance.now(),
+    private readonly leaseSpacingMs: number = LEASE_ROUND_SPACING_MS,
   ) {}
 
   /** Resolves with a read index confirmed by a heartbeat round started after this call. */
-  request(): Promise<number> {
+  request(urgency: Urgency = 'read'): Promise<number> {
     return new Promise((resolve, reject) => {
       this.next.push({ resolve, reject });
+      if (urgency === 'read') this.readWaiting = true;
       this.flush();
     });
   }
 
   private flush(): void {
     if (this.inflight || this.next.length === 0) return;
+    if (!this.readWaiting) {
+      const wait = this.lastStart + this.leaseSpacingMs - this.now();
+      if (wait > 0) {
+        this.spaced ??= setTimeout(() => {
+          this.spaced = null;
+          this.flush();
+        }, Math.ceil(wait));
+        return;
+      }
+    }
+    if (this.spaced) clearTimeout(this.spaced);
+    this.spaced = null;
     const waiters = this.next;
     this.next = [];
+    this.readWaiting = false;
+    this.lastStart = this.now();
     const ctx = new TextEncoder().encode(`${this.nodeTag}:${++this.counter}`);
     const key = Buffer.from(ctx).toString('hex');
     // A round can be lost (the leader changed, a forwarded read was dropped): give up on it

@@ -185,7 +185,7 @@ export class RequestDispatcher {
     // that a new leader has not applied: its state is current only once an entry of its own
     // term has committed and been applied (thesis §6.4), so "no such session" waits for that
     // rather than end a live session on the client.
-    if (this.core.leases.has(session)) await this.core.reads().request();
+    if (this.core.leases.has(session)) await this.core.reads().request('lease');
     else await this.linearizable();
     if (!this.core.leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
     const ttlMs = this.core.leases.keepAlive(session, receivedAt);
