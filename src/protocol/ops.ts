@@ -82,12 +82,11 @@ export type WriteRequest = Extract<Request, { op: WriteOp }>;
 // Object.keys loses the key type; `satisfies` above made the keys exactly Op.
 export const OPS: readonly Op[] = Object.keys(OP_TABLE) as Op[];
 
-/** Ops that change replicated state through the lock machine: a follower forwards them. */
-export const WRITE_OPS: ReadonlySet<Op> = new Set(OPS.filter((op) => OP_TABLE[op].write));
-
 // Both lookups below accept an op that is not in the table (a request built in-process
 // without parseRequest): it is no write, and needs no more than any op, so that the
 // dispatcher answers UNKNOWN_OP for it rather than a misleading refusal or a crash.
+
+/** Whether `op` changes replicated state through the lock machine (a follower forwards it). */
 export function isWriteOp(op: Op): op is WriteOp {
   return Object.hasOwn(OP_TABLE, op) && OP_TABLE[op].write;
 }
