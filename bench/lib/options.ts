@@ -30,7 +30,7 @@ export const USAGE = `npm run bench -- [options]
   --duration S         measurement window per figure (default 10, quick 1)
   --warmup S           warm-up before each window (default 2, quick 0.5)
   --tries N            failover tries of each kind (default 10, quick 2)
-  --sessions LIST      open sessions for the sessions workload (default 10000,100000; quick 2000)
+  --sessions LIST      open sessions for the sessions workload (default 10000,100000,300000; quick 2000)
   --session-ttl MS     their TTL; keepalives go every TTL/3 (default 30000)
   --locks N            locks held for the memory figure (default 100000; quick 10000) by 1,000 sessions
   --clients LIST       client counts of the uncontended workload (default 1,16,64,256)
@@ -89,7 +89,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     durationMs: seconds(values.duration, quick ? 1 : 10, '--duration'),
     warmupMs: seconds(values.warmup, quick ? 0.5 : 2, '--warmup'),
     tries: numbers(values.tries, '--tries')?.[0] ?? (quick ? 2 : 10),
-    sessionCounts: numbers(values.sessions, '--sessions') ?? (quick ? [2_000] : [10_000, 100_000]),
+    sessionCounts: numbers(values.sessions, '--sessions') ?? (quick ? [2_000] : [10_000, 100_000, 300_000]),
     sessionTtlMs: numbers(values['session-ttl'], '--session-ttl')?.[0] ?? 30_000,
     // 1,000 sessions whatever the count (1,000 acquires in flight), up to 100 locks each.
     memorySessions: Math.max(1, Math.round(locks / Math.max(1, Math.min(100, Math.round(locks / 1_000))))),
