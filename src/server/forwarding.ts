@@ -8,6 +8,13 @@
 // moved): it is answered at once, TIMEOUT (the outcome is unknown: the old leader may have
 // replicated it to the new one) with the new leader as hint, so the client retries there
 // with the same seq instead of waiting out the forward's timeout.
+//
+// When the node has no link to the leader it knows (the leader was killed: its sockets
+// closed at once, but the election that replaces it takes an election timeout or two), the
+// request waits here for the next leader, or for the link to come back, and goes there. It
+// is not answered UNAVAILABLE with the dead node as hint: the client would go to the dead
+// node, be refused, come back, and back off further each round, and so reach the new leader
+// long after it was elected.
 import type { NodeId } from '../raft/index.js';
 import type { Request } from '../protocol/client-protocol.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
@@ -33,6 +40,9 @@ export interface ForwardCore {
   /** A peer says this node was removed by the entry at `index`. */
   removedBy(index: number): void;
 }
+
+/** How often a request waiting for a link to the leader tries the link again. */
+const LINK_RETRY_MS = 50;
 
 export class Forwarder {
   private readonly pending = new Map<number, { leader: NodeId; resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
@@ -65,23 +75,39 @@ export class Forwarder {
       if (leader === core.id) return core.handle(req, owner);
       if (leader === null) return core.unavailable('no leader elected yet; retry');
     }
-    const to = leader;
+    const giveUpAt = Date.now() + this.leaderWaitMs;
+    for (;;) {
+      const sent = this.send(leader, req, owner);
+      if (sent) return sent;
+      const remaining = giveUpAt - Date.now();
+      // No hint: the leader this node knows is the one it cannot reach.
+      if (remaining <= 0) return fail('UNAVAILABLE', `no connection to leader ${leader}; retry`);
+      await this.waitForLeader(Math.min(remaining, LINK_RETRY_MS), leader);
+      const next = core.leader();
+      if (next === core.id) return core.handle(req, owner);
+      if (next !== null) leader = next;
+    }
+  }
+
+  /** Sends `req` to `to` and resolves with its answer; null when there is no link to `to`. */
+  private send<R extends Request>(to: NodeId, req: R, owner: string | null): Promise<Answer<R['op']>> | null {
     const rid = ++this.counter;
-    const answered = new Promise<Answer>((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(rid);
-        resolve(fail('TIMEOUT', `leader ${to} did not answer within ${this.requestTimeoutMs} ms; the outcome is unknown, retry with the same seq`));
-      }, this.requestTimeoutMs);
-      this.pending.set(rid, { leader: to, resolve, timer });
-      if (!core.sendApp(to, { t: 'fwd', rid, req, owner })) {
-        clearTimeout(timer);
-        this.pending.delete(rid);
-        resolve(core.unavailable(`no connection to leader ${to}; retry`));
-      }
-    });
+    const timer = setTimeout(() => {
+      const f = this.pending.get(rid);
+      this.pending.delete(rid);
+      f?.resolve(fail('TIMEOUT', `leader ${to} did not answer within ${this.requestTimeoutMs} ms; the outcome is unknown, retry with the same seq`));
+    }, this.requestTimeoutMs);
+    let resolve!: (a: Answer) => void;
+    const answer = new Promise<Answer>((r) => (resolve = r));
+    this.pending.set(rid, { leader: to, resolve, timer });
+    if (!this.core.sendApp(to, { t: 'fwd', rid, req, owner })) {
+      clearTimeout(timer);
+      this.pending.delete(rid);
+      return null;
+    }
     // The leader answers with its own handle() of this very request (forwarded requests
     // are never forwarded again), so the answer is one to req.op.
-    return answered as Promise<Answer<R['op']>>;
+    return answer as Promise<Answer<R['op']>>;
   }
 
   /** A leader is known again: requests waiting for one go on; forwards to another node are answered. */

@@ -11,20 +11,29 @@ interface Node {
   fwd: Forwarder;
   leader: string | null;
   handled: { req: Request; owner: string | null }[];
+  /** False: no link to any peer. */
   linked: boolean;
+  /** Peers this node has no link to. */
+  unreachable: Set<string>;
   answer: Answer | 'never';
 }
 
 function pair(timeoutMs = 200): { follower: Node; leader: Node } {
+  const { follower, leader } = trio(timeoutMs);
+  return { follower, leader };
+}
+
+/** n1 a follower, n2 the leader, n3 another follower. */
+function trio(timeoutMs = 200): { follower: Node; leader: Node; third: Node } {
   const nodes = new Map<string, Node>();
   const make = (id: string): Node => {
-    const n: Node = { leader: null, handled: [], linked: true, answer: { ok: true, result: { served: id } } as unknown as Answer, fwd: null as unknown as Forwarder };
+    const n: Node = { leader: null, handled: [], linked: true, unreachable: new Set(), answer: { ok: true, result: { served: id } } as unknown as Answer, fwd: null as unknown as Forwarder };
     const core: ForwardCore = {
       id,
       leader: () => n.leader,
       isLeader: () => n.leader === id,
       sendApp: (to: string, frame: PeerApp) => {
-        if (!n.linked) return false;
+        if (!n.linked || n.unreachable.has(to)) return false;
         queueMicrotask(() => nodes.get(to)!.fwd.onPeerApp(id, structuredClone(frame)));
         return true;
       },
@@ -42,8 +51,9 @@ function pair(timeoutMs = 200): { follower: Node; leader: Node } {
   };
   const follower = make('n1');
   const leader = make('n2');
-  follower.leader = leader.leader = 'n2';
-  return { follower, leader };
+  const third = make('n3');
+  follower.leader = leader.leader = third.leader = 'n2';
+  return { follower, leader, third };
 }
 
 const put: Request = { id: 7, op: 'put', session: 3, seq: 1, key: 'k', value: new Uint8Array([1]) };
@@ -72,11 +82,35 @@ test('no answer within the timeout: TIMEOUT, the outcome unknown', async () => {
   assert.equal(ans.ok ? null : ans.error.code, 'TIMEOUT');
 });
 
-test('no link to the leader: UNAVAILABLE at once', async () => {
+test('no link to the leader and no other leader in time: UNAVAILABLE, with no hint to the unreachable node', async () => {
   const { follower } = pair();
   follower.linked = false;
+  const started = performance.now();
   const ans = await follower.fwd.forward(put);
   assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
+  assert.equal(ans.ok ? null : ans.error.leaderHint, undefined);
+  assert.ok(performance.now() - started >= 90, 'waited for a leader it can reach');
+});
+
+test('no link to the leader (it was killed): the request waits for the next leader and goes there', async () => {
+  const { follower, leader, third } = trio();
+  follower.unreachable.add('n2'); // n2's sockets closed; the followers still name it leader
+  const pending = follower.fwd.forward(put);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(leader.handled.length + third.handled.length, 0);
+  follower.leader = third.leader = 'n3';
+  follower.fwd.leaderKnown();
+  assert.deepEqual(await pending, { ok: true, result: { served: 'n3' } });
+  assert.equal(leader.handled.length, 0);
+});
+
+test('no link to the leader for a moment (its link is re-dialed): the request goes to it once the link is back', async () => {
+  const { follower, leader } = pair();
+  follower.linked = false;
+  const pending = follower.fwd.forward(put);
+  setTimeout(() => (follower.linked = true), 30);
+  assert.deepEqual(await pending, { ok: true, result: { served: 'n2' } });
+  assert.equal(leader.handled.length, 1);
 });
 
 test('with no leader known, a request waits for one and then goes to it', async () => {
