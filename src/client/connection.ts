@@ -38,6 +38,8 @@ export class ConnectionLostError extends Error {
 interface Pending {
   resolve(response: Response): void;
   reject(error: unknown): void;
+  /** When the request was sent (for the hello: undefined). */
+  readonly sentAt?: number;
 }
 
 export interface ConnectionOptions {
@@ -79,6 +81,13 @@ export class Connection {
   /** Requests sent and not yet answered. */
   get outstanding(): number {
     return this.pending.size;
+  }
+
+  /** When the longest-waiting request still unanswered was sent; null when none is. */
+  get oldestOutstandingAt(): number | null {
+    let oldest: number | null = null;
+    for (const p of this.pending.values()) if (p.sentAt !== undefined && (oldest === null || p.sentAt < oldest)) oldest = p.sentAt;
+    return oldest;
   }
 
   /** Ends the connection because the node went silent: whatever is in flight fails over. */
@@ -201,7 +210,7 @@ export class Connection {
     return waitFor<Response>({ clock: this.clock, deadline: this.clock.now() + timeoutMs, signal, onDeadline }, (resolve, reject) => {
       if (!this.isOpen) return reject(new ConnectionLostError(`connection to ${this.url} is closed`));
       const id = this.nextId++;
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, sentAt: this.clock.now() });
       try {
         this.ws.send(encodeFrame({ ...body, id } as Request));
       } catch (e) {

@@ -6,7 +6,8 @@ import type { HelloResult, ServerEvent, WireError } from '../protocol/client-pro
 import type { Clock, TimerHandle } from './clock.js';
 import { DeadlineReached, sleep, waitFor } from './wait.js';
 import { attemptTimeoutFor, livenessFor, watchLiveness } from './liveness.js';
-import { Connection, ConnectionLostError, type RequestBody, type WebSocketConstructor } from './connection.js';
+import { Connection, ConnectionLostError, type ConnectionOptions, type RequestBody, type WebSocketConstructor } from './connection.js';
+import { scoutFor, scoutWhenLate } from './scout.js';
 import {
   ClientClosedError,
   errorFromWire,
@@ -223,7 +224,9 @@ export class ClusterLink {
   private async connectLoop(): Promise<void> {
     let redirectedToLeader = false;
     while (!this.closed) {
-      const delay = this.backoffDelay();
+      // Where a node said the leader is (or the scout found it) is worth going at once; a
+      // bounded number of times, so that stale hints cannot spin the client.
+      const delay = this.preferredUrl !== null && this.failures <= 2 * this.endpoints.length ? 0 : this.backoffDelay();
       if (delay > 0) {
         try {
           await sleep(this.clock, delay, this.stopping.signal);
@@ -261,8 +264,17 @@ export class ClusterLink {
       }
       connection.onEvent = (event) => this.hooks.onEvent(event);
       const unwatch = watchLiveness(connection, this.clock, livenessFor(connection.hello));
+      const unscout = scoutWhenLate(connection, this.clock, scoutFor(connection.hello), {
+        others: () => this.endpoints.filter((u) => u !== url),
+        dial: (other, timeoutMs) => Connection.open(other, this.connectionOptions(timeoutMs)),
+        found: (leader) => {
+          this.preferEndpoint(leader);
+          connection.close();
+        },
+      });
       connection.onClose = () => {
         unwatch();
+        unscout();
         this.connectionClosed(connection);
       };
       try {
@@ -293,12 +305,7 @@ export class ClusterLink {
    */
   private dial(): Promise<Connection> {
     const lateMs = livenessFor(this.lastHello).silentAfterMs;
-    const options = {
-      WebSocket: this.options.WebSocket,
-      clock: this.clock,
-      connectTimeoutMs: this.options.connectTimeoutMs,
-      ...(this.options.authToken === undefined ? {} : { authToken: this.options.authToken }),
-    };
+    const options = this.connectionOptions(this.options.connectTimeoutMs);
     const tried = new Set<string>();
     let dialing = 0;
     return waitFor<Connection>({ clock: this.clock, deadline: Infinity, signal: this.stopping.signal }, (resolve, reject) => {
@@ -307,8 +314,8 @@ export class ClusterLink {
       const next = (): void => {
         timer = undefined;
         if (done) return;
-        const url = this.nextEndpoint();
-        if (tried.has(url)) return; // every endpoint is being tried
+        const url = this.untried(tried);
+        if (url === null) return; // every endpoint is being tried
         tried.add(url);
         dialing++;
         Connection.open(url, options).then(
@@ -322,7 +329,17 @@ export class ClusterLink {
             dialing--;
             if (done) return;
             const fatal = e instanceof UnauthenticatedError || e instanceof PermissionDeniedError;
-            if (fatal || this.noneListening(url, e) || dialing === 0) {
+            if (fatal || this.noneListening(url, e)) {
+              done = true;
+              return reject(e);
+            }
+            // Refused (a killed node, often the leader a stale hello or hint named): the
+            // next endpoint now, rather than after a backoff that grows with every such round.
+            if (tried.size < this.endpoints.length) {
+              if (timer !== undefined) this.clock.clearTimeout(timer);
+              next();
+            }
+            if (dialing === 0) {
               done = true;
               reject(e);
             }
@@ -336,6 +353,15 @@ export class ClusterLink {
         if (timer !== undefined) this.clock.clearTimeout(timer);
       };
     });
+  }
+
+  private connectionOptions(connectTimeoutMs: number): ConnectionOptions {
+    return {
+      WebSocket: this.options.WebSocket,
+      clock: this.clock,
+      connectTimeoutMs,
+      ...(this.options.authToken === undefined ? {} : { authToken: this.options.authToken }),
+    };
   }
 
   /**
@@ -364,6 +390,10 @@ export class ClusterLink {
     if (this.current !== connection) return;
     this.current = null;
     this.failures++;
+    // It failed us: unless a node named where to go, try the others before it again.
+    if (this.preferredUrl === null && this.endpoints[this.cursor % this.endpoints.length] === connection.url) {
+      this.cursor = (this.cursor + 1) % this.endpoints.length;
+    }
     this.ensureConnecting();
   }
 
@@ -373,6 +403,15 @@ export class ClusterLink {
     if (this.failures <= 1) return 0;
     const base = Math.min(this.options.backoffMaxMs, this.options.backoffInitialMs * 2 ** Math.min(this.failures - 2, 20));
     return base * (0.5 + 0.5 * this.options.random());
+  }
+
+  /** The next endpoint in turn that is not in `tried`; null when every one is. */
+  private untried(tried: ReadonlySet<string>): string | null {
+    for (let i = 0; i <= this.endpoints.length; i++) {
+      const url = this.nextEndpoint();
+      if (!tried.has(url)) return url;
+    }
+    return null;
   }
 
   private nextEndpoint(): string {
