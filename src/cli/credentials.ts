@@ -13,7 +13,7 @@ export interface CliCredentials {
   readonly tls?: ClientTlsOptions;
 }
 
-interface CredentialFlags {
+export interface CredentialFlags {
   readonly token?: string;
   readonly ca?: string;
   readonly cert?: string;
@@ -70,12 +70,24 @@ export function credentialsFrom(flags: CredentialFlags, env: NodeJS.ProcessEnv):
 /** What `palisade cluster` uses to watch the nodes it started: the config's first token
  *  (unless one is given) and the client port's CA and, when required, a node's certificate. */
 export function credentialsForConfig(cfg: ClusterConfig, env: NodeJS.ProcessEnv): CliCredentials {
-  const given = credentialsFrom({}, env);
-  const token = given.token ?? cfg.auth?.tokens[0]?.token;
+  const { token } = credentialsFrom({}, env);
+  return fromConfig(cfg, cfg.nodes[0]!.id, token !== undefined ? { token } : {}, cfg.auth?.tokens[0]?.token);
+}
+
+/** What `palisade serve --join` presents to the cluster it joins (members, addMember): the
+ *  token and files given (--token/--ca/--cert/--key or $PALISADE_*), else what the config it
+ *  shares with the cluster has: its first admin token (addMember needs one), the client
+ *  port's CA, and this node's own certificate when the client port requires one. */
+export function joinCredentials(cfg: ClusterConfig, selfId: string, flags: CredentialFlags, env: NodeJS.ProcessEnv): RpcCredentials {
+  const given = credentialsFrom(flags, env);
+  return rpcCredentials(fromConfig(cfg, selfId, given, cfg.auth?.tokens.find((t) => t.admin)?.token));
+}
+
+function fromConfig(cfg: ClusterConfig, id: string, given: CliCredentials, configToken: string | undefined): CliCredentials {
+  const token = given.token ?? configToken;
   const t = cfg.tls.client;
-  const firstId = cfg.nodes[0]!.id;
-  const read = (path: string): string => readFileSync(path.replaceAll('{id}', firstId), 'utf8');
-  const tls = t ? { ...(t.ca ? { ca: read(t.ca) } : {}), ...(t.requireClientCert ? { cert: read(t.cert), key: read(t.key) } : {}) } : undefined;
+  const read = (path: string): string => readFileSync(path.replaceAll('{id}', id), 'utf8');
+  const tls = given.tls ?? (t ? { ...(t.ca ? { ca: read(t.ca) } : {}), ...(t.requireClientCert ? { cert: read(t.cert), key: read(t.key) } : {}) } : undefined);
   return { ...(token !== undefined ? { token } : {}), ...(tls ? { tls } : {}) };
 }
 

@@ -9,6 +9,7 @@ import { registerSnapshotCommands } from './snapshot-register.js';
 import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
 import { explainFailure, registerCredentialOptions } from './credentials.js';
+import type { ServeOptions } from './serve.js';
 import { endpointsOption } from './options.js';
 
 // Each command loads its implementation when it runs (dynamic import): `palisade --help` or
@@ -55,8 +56,12 @@ program
   .requiredOption('--id <id>', 'this node\'s id in the config')
   .option('--join <urls>', 'join the running cluster at these client URLs (a new node with an empty data directory)')
   .option('--allow-insecure', 'start even with the published default secret or plain ws:// peer links on a non-loopback address')
+  .option('--token <token>', 'for --join with auth on: an admin token (or $PALISADE_TOKEN; default the config\'s first admin token)')
+  .option('--ca <file>', 'for --join to wss:// URLs: the CA of the nodes\' certificates (or $PALISADE_CA; default tls.client.ca)')
+  .option('--cert <file>', 'for --join: a client certificate (or $PALISADE_CERT; default this node\'s tls.client.cert when required)')
+  .option('--key <file>', 'key of --cert (or $PALISADE_KEY)')
   .addOption(logLevel())
-  .action(async (o: { config: string; id: string; logLevel: string; join?: string; allowInsecure?: boolean }) => (await import('./serve.js')).serve(o));
+  .action(async (o: ServeOptions) => (await import('./serve.js')).serve(o));
 
 program
   .command('recover')

@@ -4,8 +4,17 @@ import { loadConfig, nodeById } from '../config/cluster-config.js';
 import { secureDataDir } from '../server/data-dir.js';
 import { exposureProblems } from '../server/exposure.js';
 import { PalisadeNode } from '../server/node.js';
+import { joinCredentials, type CredentialFlags } from './credentials.js';
 
-export async function serve(opts: { config: string; id: string; logLevel: string; join?: string; allowInsecure?: boolean }): Promise<void> {
+export interface ServeOptions extends CredentialFlags {
+  readonly config: string;
+  readonly id: string;
+  readonly logLevel: string;
+  readonly join?: string;
+  readonly allowInsecure?: boolean;
+}
+
+export async function serve(opts: ServeOptions): Promise<void> {
   const config = loadConfig(opts.config);
   const self = nodeById(config, opts.id);
   const logger = pino({ level: opts.logLevel, base: { node: opts.id, pid: process.pid } });
@@ -36,11 +45,19 @@ export async function serve(opts: { config: string; id: string; logLevel: string
     );
   };
   const join = opts.join ? opts.join.split(',').map((u) => u.trim()).filter(Boolean) : [];
+  let credentials;
+  try {
+    credentials = join.length > 0 ? joinCredentials(config, opts.id, opts, process.env) : {};
+  } catch (e) {
+    process.stderr.write(`palisade serve: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
   const node = new PalisadeNode({
     config,
     id: opts.id,
     logger,
     join,
+    joinCredentials: credentials,
     onRemoved: (why) => {
       process.stderr.write(`palisade serve: ${opts.id} was ${why}; stopping\n`);
       shutdown(why);

@@ -15,6 +15,7 @@ import { RaftStorage } from '../storage/index.js';
 import { ClientServer, DEFAULT_PRE_AUTH, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
 import type { NodeStatus, ServerEvent } from '../protocol/client-protocol.js';
+import type { RpcCredentials } from '../protocol/rpc.js';
 import type { ClusterConfig, NodeConfig } from '../config/cluster-config.js';
 import { nodeById, parseWsUrl } from '../config/cluster-config.js';
 import { NodeOps } from './http/index.js';
@@ -48,6 +49,8 @@ export interface NodeOptions {
   readonly logger: Logger;
   /** Join the cluster at these client URLs instead of founding one from the config. */
   readonly join?: readonly string[];
+  /** What the join's requests present (token, CA, certificate) to a cluster with auth or TLS. */
+  readonly joinCredentials?: RpcCredentials;
   /** Called when the node stops for good (it was removed from the cluster). */
   readonly onRemoved?: (why: string) => void;
 }
@@ -85,6 +88,7 @@ export class PalisadeNode {
   private members!: MemberDirectory;
   /** Client URLs of an existing cluster this node joins (`--join`); empty for a founding node. */
   private readonly join: readonly string[];
+  private readonly joinCredentials: RpcCredentials;
   private lastSnapshotIndex = 0;
   private removedAt: number | null = null;
   private snapshotting = false;
@@ -121,6 +125,7 @@ export class PalisadeNode {
     );
     this.gate = new ClientGate(opts.config, opts.logger, () => this.machine);
     this.join = opts.join ?? [];
+    this.joinCredentials = opts.joinCredentials ?? {};
     this.forwarder = new Forwarder(
       {
         id: this.id,
@@ -183,7 +188,7 @@ export class PalisadeNode {
   /** Peers to dial at start: the members we know; a joining node asks the cluster. */
   private async initialPeers(): Promise<Map<NodeId, string>> {
     if (this.join.length > 0 && this.raft.log.lastIndex() === 0) {
-      const list = await joinCluster(this.join, { id: this.id, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl }, this.log);
+      const list = await joinCluster(this.join, { id: this.id, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl }, this.log, this.joinCredentials);
       for (const m of list) this.members.set(m.id, { peerUrl: m.peerUrl, clientUrl: m.clientUrl });
       return new Map(list.filter((m) => m.id !== this.id).map((m) => [m.id, m.peerUrl]));
     }

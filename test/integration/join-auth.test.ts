@@ -1,0 +1,44 @@
+// `palisade serve --join` on a cluster with auth on: the joining node's `members` and
+// `addMember` requests carry a token (the first admin token of the config it shares with
+// the cluster, or --token / $PALISADE_TOKEN), so a 4th node joins a 3-node cluster that
+// refuses unauthenticated clients, and becomes a voter. Real processes, real LevelDB.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rpc } from '../../src/protocol/rpc.js';
+import type { MemberInfo } from '../../src/protocol/client-protocol.js';
+import { TestCluster, until } from '../support/cluster.js';
+
+const ADMIN = 'join-auth-admin-token-0123456789';
+const APP = 'join-auth-app-token-0123456789ab';
+
+describe('joining a cluster with auth on', { timeout: 90_000 }, () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await TestCluster.started({
+      // The app token comes first: the join must pick the admin one, not merely the first.
+      extraConfig: { auth: { tokens: [{ name: 'app', token: APP }, { name: 'ops', token: ADMIN, admin: true }] } },
+      credentials: { token: APP },
+    });
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  test('a 4th node joins with --join alone and becomes a voter; unauthenticated addMember is still refused', async () => {
+    await assert.rejects(
+      rpc(c.node('n1').clientUrl, { op: 'addMember', member: 'intruder', peerUrl: 'ws://127.0.0.1:1', clientUrl: 'ws://127.0.0.1:2' }, 3_000),
+      /UNAUTHENTICATED|token/,
+    );
+    await c.addNodeSpec('n4');
+    await c.start('n4', { join: c.endpoints.slice(0, 3) });
+    await until(
+      async () => {
+        const ms = await rpc<MemberInfo[]>(c.node('n1').clientUrl, { op: 'members' }, 3_000, { token: APP });
+        return ms.find((m) => m.id === 'n4')?.voter === true;
+      },
+      30_000,
+      'n4 a voter',
+    );
+    assert.match(c.logOf('n4'), /asked the cluster to add this node as a learner/);
+  });
+});
