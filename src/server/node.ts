@@ -259,7 +259,7 @@ export class PalisadeNode {
       this.log,
       this.now,
     );
-    this.reads = new ReadIndexBatcher(this.raft, () => this.driver.kick(), electionTimeoutMs * 2, this.id);
+    this.reads = new ReadIndexBatcher(this.raft, () => this.driver.kick(), electionTimeoutMs * 2, this.id, undefined, tickMs);
 
     const peerAddr = parseWsUrl(this.self.peerUrl, 'peerUrl');
     this.peers = new PeerTransport({

@@ -10,12 +10,13 @@ export class ReadUnavailable extends Error {}
 
 /**
  * How soon a round may start after the previous one started when only lease confirmations
- * (keepalives) wait for it. Reads start a round at once; keepalives alone would otherwise
- * keep rounds running back to back (one per round trip, thousands a second at 10,000
- * keepalives/s), each a heartbeat to and an answer from every follower. A keepalive still
- * waits for a round that started after it arrived; it only waits up to this much longer.
+ * (keepalives) wait for it; the node passes its tick (10 ms by default). Reads start a round
+ * at once; keepalives alone would otherwise keep rounds running back to back (one per round
+ * trip, hundreds to thousands a second at 10,000 keepalives/s), each a heartbeat to and an
+ * answer from every follower. A keepalive still waits for a round that started after it
+ * arrived; it only waits up to this much longer.
  */
-export const LEASE_ROUND_SPACING_MS = 5;
+export const LEASE_ROUND_SPACING_MS = 10;
 
 /** Whether a waiter needs its round at once (a read) or may share a spaced one (a lease). */
 export type Urgency = 'read' | 'lease';
