@@ -410,9 +410,7 @@ export class ClientServer {
     ws.on('error', (err) => this.internals.log.info({ conn: conn.id, remote, err: err.message }, 'client socket error'));
     ws.on('close', (code, reason) => {
       this.connections.delete(conn.id);
-      const left = (this.perAddress.get(remote) ?? 1) - 1;
-      if (left > 0) this.perAddress.set(remote, left);
-      else this.perAddress.delete(remote);
+      this.releaseAddress(remote);
       conn.handleClose(code, reason.toString());
     });
     try {
@@ -421,6 +419,32 @@ export class ClientServer {
       this.internals.log.error({ err, conn: conn.id }, 'onConnection handler threw; closing the connection');
       closeGracefully(ws, 1011, 'internal error');
     }
+  }
+
+  /**
+   * Count one long-lived HTTP request from `remote` (an event stream, a long poll) as a
+   * connection of its address, with its websockets, against maxConnectionsPerAddress: HTTP
+   * keep-alive and pipelining let one socket hold many, so sockets alone do not bound them.
+   * Returns its release (idempotent), or null when the address has no room.
+   */
+  holdAddressSlot(remote: string): (() => void) | null {
+    const open = this.perAddress.get(remote) ?? 0;
+    if (open >= this.maxConnectionsPerAddress) {
+      this.internals.stats.refusedConnections += 1;
+      return null;
+    }
+    this.perAddress.set(remote, open + 1);
+    let held = true;
+    return () => {
+      if (held) this.releaseAddress(remote);
+      held = false;
+    };
+  }
+
+  private releaseAddress(remote: string): void {
+    const left = (this.perAddress.get(remote) ?? 1) - 1;
+    if (left > 0) this.perAddress.set(remote, left);
+    else this.perAddress.delete(remote);
   }
 
   private refuseConnection(ws: WebSocket, remote: string): void {

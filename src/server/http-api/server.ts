@@ -27,6 +27,9 @@ export interface HttpApiOptions {
   readonly node: ApiNode;
   readonly limits: ClientLimitsConfig;
   readonly logger: Logger;
+  /** Takes a connection slot of `remote`'s address for an event stream or a long poll
+   *  (ClientServer.holdAddressSlot): its release, or null when the address has none left. */
+  readonly holdSlot?: (remote: string) => (() => void) | null;
 }
 
 export class HttpApi {
@@ -79,10 +82,23 @@ export class HttpApi {
     const waitMs = route.op === 'acquire' ? waitMsOf(input) : 0;
     const parsed = parseRequest({ ...route.fields(input), id: 0, op: route.op });
     if (isRequestError(parsed)) return sendError(res, parsed.error);
-    if (route.stream) return serveStream(this.opts.node, gate, parsed as Extract<Request, { op: 'watch' | 'observe' }>, req, res);
-    const answer = waitMs > 0 ? await acquireWithWait(this.opts.node, gate, parsed as Extract<Request, { op: 'acquire' }>, waitMs, closed(res)) : await this.opts.node.serve(gate, parsed, null);
-    if (!answer.ok) return sendError(res, answer.error);
-    sendJson(res, 200, toJsonTokens(answer.result ?? null));
+    // What stays open (a stream, a long poll) holds a connection slot of its address while it does.
+    const release = route.stream || waitMs > 0 ? this.holdSlot(req.socket.remoteAddress ?? 'unknown') : null;
+    try {
+      if (route.stream) return await serveStream(this.opts.node, gate, parsed as Extract<Request, { op: 'watch' | 'observe' }>, req, res);
+      const answer = waitMs > 0 ? await acquireWithWait(this.opts.node, gate, parsed as Extract<Request, { op: 'acquire' }>, waitMs, closed(res)) : await this.opts.node.serve(gate, parsed, null);
+      if (!answer.ok) return sendError(res, answer.error);
+      sendJson(res, 200, toJsonTokens(answer.result ?? null));
+    } finally {
+      release?.();
+    }
+  }
+
+  private holdSlot(remote: string): () => void {
+    const release = this.opts.holdSlot ? this.opts.holdSlot(remote) : () => {};
+    if (release) return release;
+    const max = this.opts.limits.maxConnectionsPerAddress;
+    throw new ApiError(429, 'LIMIT_EXCEEDED', `TOO_MANY_CONNECTIONS: at most ${max} websocket connections, event streams and long polls open at once from one address`, { 'retry-after': '1' });
   }
 
   private takeToken(socket: Socket): boolean {

@@ -1,0 +1,148 @@
+// The HTTP/JSON API is bounded like the websocket port, against a real node (auth off, so
+// any client that reaches the port may do all of this) with a small per-address cap
+// (limits.maxConnectionsPerAddress = 4):
+//   - an event stream (watch, observe) and a long-poll acquire hold a connection slot of
+//     their address while open, counted with the address's websockets: beyond the cap the
+//     node answers 429 LIMIT_EXCEEDED (JSON) at once, and a websocket is refused (1013);
+//   - long polls pipelined on ONE keep-alive connection count one slot each;
+//   - a client from another address is served throughout (session, acquire, a stream).
+// Before the fix, every stream and long poll was held whatever the address had open: 6
+// streams from one address with a cap of 4, and 12 pipelined long polls on one socket,
+// were all served and held.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
+import WebSocket from 'ws';
+import { TestCluster } from '../support/cluster.js';
+import { call, httpBase } from '../http/http-client.js';
+
+const CAP = 4;
+
+interface Stream {
+  readonly status: number;
+  readonly body: string;
+  readonly req: ClientRequest;
+  readonly res: IncomingMessage;
+}
+
+/** GET `path` from `localAddress` on its own socket; resolves with the status once the
+ *  first chunk of the body is in (a stream's `retry:`/snapshot, or a whole error). */
+function openStream(base: string, path: string, localAddress: string): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const req = request(base + path, { localAddress, agent: false });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.once('data', (d: string) => {
+        body += d;
+        resolve({ status: res.statusCode ?? 0, body, req, res });
+      });
+      res.on('error', () => {});
+    });
+    req.end();
+  });
+}
+
+/** The close code a websocket from `localAddress` gets within 2 s (0: still open). */
+function websocketFate(url: string, localAddress: string): Promise<number> {
+  const ws = new WebSocket(url, { localAddress, perMessageDeflate: false });
+  ws.on('error', () => {});
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      ws.terminate();
+      resolve(0);
+    }, 2_000);
+    ws.on('close', (code) => {
+      clearTimeout(t);
+      resolve(code);
+    });
+  });
+}
+
+describe('HTTP API: streams and long polls count against the per-address cap', { timeout: 60_000 }, () => {
+  let c: TestCluster;
+  let base: string;
+  before(async () => {
+    c = await TestCluster.started({ nodes: 1, extraConfig: { limits: { maxConnectionsPerAddress: CAP } } });
+    base = httpBase(c.nodes[0]!.clientUrl);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  test('event streams beyond the cap get 429 at once; an honest address is served; a closed stream frees its slot', async () => {
+    const attacker = '127.0.0.3';
+    const streams: Stream[] = [];
+    for (let i = 0; i < CAP; i++) {
+      const s = await openStream(base, i % 2 ? '/v1/election/observe?election=e' : '/v1/kv/watch?prefix=p/', attacker);
+      assert.equal(s.status, 200, s.body);
+      streams.push(s);
+    }
+    const refused = await openStream(base, '/v1/kv/watch?prefix=p/', attacker);
+    assert.equal(refused.status, 429, `stream ${CAP + 1} from one address: ${refused.status} ${refused.body}`);
+    assert.equal(refused.res.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(JSON.parse(refused.body).error.code, 'LIMIT_EXCEEDED');
+    // The same count as websockets: the address has no room for one either.
+    assert.equal(await websocketFate(c.nodes[0]!.clientUrl, attacker), 1013);
+
+    // Another address is served while the attacker's streams stay open.
+    const honest = '127.0.0.4';
+    const session = await new Promise<number>((resolve, reject) => {
+      const req = request(base + '/v1/session/open', { method: 'POST', localAddress: honest, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+        let t = '';
+        res.on('data', (d: Buffer) => (t += d.toString()));
+        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(t).session as number) : reject(new Error(t))));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ ttlMs: 10_000 }));
+    });
+    assert.equal((await call(base, 'POST', '/v1/lock/acquire', { session, seq: 1, name: 'honest/x' })).body.status, 'granted');
+    const honestStream = await openStream(base, '/v1/kv/watch?prefix=honest/', honest);
+    assert.equal(honestStream.status, 200);
+    honestStream.req.destroy();
+
+    // Closing a stream gives its slot back.
+    const gone = new Promise<void>((r) => streams[0]!.res.once('close', () => r()));
+    streams[0]!.req.destroy();
+    await gone;
+    let again: Stream | null = null;
+    for (let i = 0; i < 50 && again?.status !== 200; i++) {
+      again?.req.destroy();
+      again = await openStream(base, '/v1/kv/watch?prefix=p/', attacker);
+    }
+    assert.equal(again?.status, 200, 'a freed slot is usable again');
+    again!.req.destroy();
+    for (const s of streams) s.req.destroy();
+  });
+
+  test('long polls pipelined on one keep-alive connection take one slot each', async () => {
+    const holder = (await call(base, 'POST', '/v1/session/open', { ttlMs: 30_000 })).body.session as number;
+    const waiter = (await call(base, 'POST', '/v1/session/open', { ttlMs: 30_000 })).body.session as number;
+    assert.equal((await call(base, 'POST', '/v1/lock/acquire', { session: holder, seq: 1, name: 'lp/x' })).body.status, 'granted');
+    const n = 12;
+    const body = JSON.stringify({ session: waiter, seq: 1, name: 'lp/x', waitMs: 2_000 });
+    const one = `POST /v1/lock/acquire HTTP/1.1\r\nHost: node\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(base).port), localAddress: '127.0.0.5' });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => (text += d));
+    socket.write(one.repeat(n));
+    const statuses = await new Promise<number[]>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`only ${text.match(/HTTP\/1\.1 /g)?.length ?? 0} of ${n} answers:\n${text.slice(0, 2000)}`)), 20_000);
+      socket.on('data', () => {
+        const seen = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+        if (seen.length === n) {
+          clearTimeout(t);
+          resolve(seen);
+        }
+      });
+    });
+    socket.destroy();
+    const timedOut = (text.match(/"status":"timeout"/g) ?? []).length;
+    assert.equal(statuses.filter((s) => s === 429).length, n - CAP, `statuses ${statuses.join(',')}`);
+    assert.equal(timedOut, CAP);
+    assert.match(text, /"code":"LIMIT_EXCEEDED"/);
+  });
+});
