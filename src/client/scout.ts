@@ -4,13 +4,14 @@
 // never hear of. Meanwhile the others elected a new leader within an election timeout or
 // two. So when a request on the connection has gone unanswered for an election timeout plus
 // two heartbeats (400 ms at the defaults; a healthy cluster answers in milliseconds), the
-// SDK asks the other nodes (`status`, over short-lived connections) who leads, every half
-// election timeout while it stays late. A node that leads in a higher term than the
-// connected node (or while the connected node does not lead) is where the client moves:
-// what was in flight is retried there with the same seq. On a cluster that is merely slow
-// the connected node is the leader of the highest term, and nothing moves. A node that
-// says it knows no leader (its hello, or its answer to the scout) does not make its client
-// wait that long: the scout asks once a request has waited two heartbeats.
+// SDK asks the other nodes who leads (`status`, over connections it keeps only while the
+// request stays late), and again every two heartbeats. A node that leads in a higher term
+// than the connected node (or while the connected node does not lead, or has gone silent)
+// is where the client moves: what was in flight is retried there with the same seq. On a
+// cluster that is merely slow the connected node is the leader of the highest term, and
+// nothing moves. A node that says it knows no leader (its hello, or its answer to the
+// scout) does not make its client wait that long: the scout asks once a request has waited
+// two heartbeats.
 import type { HelloResult, NodeStatus } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { Connection } from './connection.js';
@@ -32,7 +33,7 @@ export function scoutFor(hello: HelloResult | null): ScoutTiming {
   return {
     lateMs: t.electionTimeoutMs + 2 * t.heartbeatMs,
     leaderlessLateMs: 2 * t.heartbeatMs,
-    everyMs: Math.max(50, t.electionTimeoutMs / 2),
+    everyMs: Math.max(50, 2 * t.heartbeatMs),
   };
 }
 
@@ -45,6 +46,9 @@ export interface ScoutHooks {
   found(url: string): void;
 }
 
+/** Rounds in flight at once (each asks every other node). */
+const MAX_ROUNDS = 3;
+
 interface Claim {
   readonly url: string;
   readonly status: NodeStatus;
@@ -54,51 +58,76 @@ interface Claim {
 export function scoutWhenLate(connection: Connection, clock: Clock, timing: ScoutTiming, hooks: ScoutHooks): () => void {
   let timer: TimerHandle | undefined;
   let stopped = false;
-  let asking = false;
+  /** Rounds still waiting for answers; a slow one does not hold up the next. */
+  let asking = 0;
   let lastRoundAt = -Infinity;
   /** The connected node said it knows no leader (at hello, or in the last round). */
   let leaderless = connection.hello.leader === null;
-  const open = new Set<Connection>();
-  const status = async (c: Connection): Promise<NodeStatus | null> => {
+  /** Connections to the other nodes, kept while a request stays late, so that a round after
+   *  the first costs one status round trip per node, not a new connection. */
+  const scouts = new Map<string, Promise<Connection | null>>();
+  // A loaded machine may take a while to open a connection: each question may take as long
+  // as a request takes to be late, while rounds start every `everyMs`.
+  const patienceMs = timing.lateMs;
+  const status = async (c: Connection, timeoutMs: number): Promise<NodeStatus | null> => {
     try {
-      const r = await c.request({ op: 'status' }, timing.everyMs);
+      const r = await c.request({ op: 'status' }, timeoutMs);
       return r.ok ? (r.result as NodeStatus) : null;
     } catch {
       return null;
     }
   };
-  const ask = async (url: string): Promise<Claim | null> => {
-    let c: Connection;
-    try {
-      c = await hooks.dial(url, timing.everyMs);
-    } catch {
-      return null;
+  const scout = (url: string): Promise<Connection | null> => {
+    let c = scouts.get(url);
+    if (!c) {
+      c = hooks.dial(url, patienceMs).then(
+        (opened) => {
+          if (stopped || scouts.get(url) !== c) opened.close();
+          opened.onClose = () => {
+            if (scouts.get(url) === c) scouts.delete(url);
+          };
+          return opened.isOpen ? opened : null;
+        },
+        () => {
+          if (scouts.get(url) === c) scouts.delete(url);
+          return null;
+        },
+      );
+      scouts.set(url, c);
     }
-    if (stopped) {
-      c.close();
-      return null;
-    }
-    open.add(c);
-    try {
-      const s = await status(c);
-      return s ? { url, status: s } : null;
-    } finally {
-      open.delete(c);
-      c.close();
-    }
+    return c;
   };
+  const dismiss = (): void => {
+    const all = [...scouts.values()];
+    scouts.clear();
+    for (const c of all) void c.then((opened) => opened?.close());
+  };
+  const ask = async (url: string): Promise<Claim | null> => {
+    const c = await scout(url);
+    if (c === null || stopped) return null;
+    const s = await status(c, patienceMs);
+    return s ? { url, status: s } : null;
+  };
+  /** One round: the first node that leads where the connected node does not is taken. */
   const round = async (): Promise<void> => {
-    const [own, ...claims] = await Promise.all([status(connection), ...hooks.others().map(ask)]);
-    if (stopped) return;
-    if (own !== null) leaderless = own.leader === null;
-    let best: Claim | null = null;
-    for (const c of claims) {
-      if (c?.status.role === 'leader' && (best === null || c.status.term > best.status.term)) best = c;
-    }
-    if (best === null) return;
-    // The connected node still leads in the highest term: it is slow, not cut off.
-    if (own !== null && own.role === 'leader' && own.term >= best.status.term) return;
-    hooks.found(best.url);
+    // The connected node is not kept waiting for: a paused one would hold every move.
+    const own = status(connection, timing.everyMs).then((s) => {
+      if (s !== null) leaderless = s.leader === null;
+      return s;
+    });
+    let moved = false;
+    const consider = async (claim: Claim | null): Promise<void> => {
+      if (claim === null || claim.status.role !== 'leader') return;
+      // A node that has not even answered the liveness pings lately (paused) is not waited for.
+      const silent = clock.now() - connection.lastHeardAt > 2 * timing.everyMs;
+      const mine = silent ? null : await own;
+      // The connected node still leads in the highest term: it is slow, not cut off.
+      if (mine !== null && mine.role === 'leader' && mine.term >= claim.status.term) return;
+      if (stopped || moved) return;
+      moved = true;
+      hooks.found(claim.url);
+    };
+    await Promise.all(hooks.others().map((url) => ask(url).then(consider)));
   };
   /** When the next round is due (Infinity: nothing outstanding). */
   const dueAt = (): number => {
@@ -110,21 +139,22 @@ export function scoutWhenLate(connection: Connection, clock: Clock, timing: Scou
     timer = undefined;
     if (stopped || !connection.isOpen) return;
     const now = clock.now();
-    if (!asking && dueAt() <= now) {
-      asking = true;
+    if (asking < MAX_ROUNDS && dueAt() <= now) {
+      asking++;
       lastRoundAt = now;
       void round().finally(() => {
-        asking = false;
+        asking--;
       });
     }
     // Requests come and go between ticks: look again at least every `everyMs`.
     const due = dueAt();
+    if (due === Infinity && asking === 0) dismiss();
     timer = clock.setTimeout(tick, Math.max(1, Math.min(timing.everyMs, due - now)));
   };
   timer = clock.setTimeout(tick, 1);
   return () => {
     stopped = true;
     if (timer !== undefined) clock.clearTimeout(timer);
-    for (const c of open) c.close();
+    dismiss();
   };
 }
