@@ -77,6 +77,12 @@ function cost(c: OpCost): Pick<Row, 'commits' | 'fsyncs'> {
   return { commits: ratio(c.commitsPerOp), fsyncs: ratio(c.fsyncsPerCommit, 3) };
 }
 
+/** CPU per committed entry (leader, followers' mean), when the window had a steady leader. */
+function perCommit(c: OpCost): string {
+  const { leader, followers } = c.cpuMicrosPerCommit;
+  return leader === null || followers === null ? '' : `CPU/commit ${int(leader)} µs leader, ${int(followers)} µs follower`;
+}
+
 function errors(n: number, first: string | null): string {
   return n === 0 ? '' : `ERRORS ${n} (${first ?? '?'})`;
 }
@@ -102,7 +108,7 @@ function rowsOfResult(o: CaseOutcome): Row[] {
       if (r.clients === 1) target = `${TARGETS.uncontended1.cyclesPerSec}/s, p50 ${TARGETS.uncontended1.acquireP50Ms} ms: ${times(r.cyclesPerSec, TARGETS.uncontended1.cyclesPerSec)}`;
       if (r.clients === 64) target = `${int(TARGETS.uncontended64.cyclesPerSec)}/s, p99 ${TARGETS.uncontended64.acquireP99Ms} ms: ${times(r.cyclesPerSec, TARGETS.uncontended64.cyclesPerSec)}`;
       return [
-        { ...blank, workload: `${o.label} acquire`, figure: `${int(r.cyclesPerSec)} cycles/s`, ...latency(r.acquireMs), ...cost(r.cost), cpu: cpu(r.window), target, checks: errors(r.errors, r.firstError) },
+        { ...blank, workload: `${o.label} acquire`, figure: `${int(r.cyclesPerSec)} cycles/s`, ...latency(r.acquireMs), ...cost(r.cost), cpu: cpu(r.window), target, checks: [perCommit(r.cost), errors(r.errors, r.firstError)].filter(Boolean).join('; ') },
         { ...blank, workload: '  release', ...latency(r.releaseMs) },
       ];
     }
@@ -120,6 +126,7 @@ function rowsOfResult(o: CaseOutcome): Row[] {
           checks: [
             `grants/client ${r.grantsPerClientMin}–${r.grantsPerClientMax}`,
             ok ? `exclusion + tokens ok (${int(r.tokensChecked)})` : `VIOLATIONS ${r.mutualExclusionViolations}, TOKEN REGRESSIONS ${r.tokenRegressions}`,
+            perCommit(r.cost),
             errors(r.errors, r.firstError),
           ].filter(Boolean).join('; '),
         },
@@ -138,6 +145,7 @@ function rowsOfResult(o: CaseOutcome): Row[] {
           checks: [
             `${ratio(r.entriesPerFsyncBatch, 1)} entries/fsync batch`,
             `${r.wireBytesPerEntryCopy === null ? '?' : int(r.wireBytesPerEntryCopy)} B/entry per follower`,
+            perCommit(r.cost),
             errors(r.errors, r.firstError),
           ].filter(Boolean).join('; '),
         },

@@ -211,6 +211,9 @@ export interface OpCost {
   readonly fsyncsPerCommit: number | null;
   /** Entries persisted per synchronous batch on the leader. */
   readonly entriesPerFsyncBatch: number | null;
+  /** CPU time per committed entry, in µs: the leader's and the followers' mean. Steadier
+   *  than throughput on a busy machine, and what "per-entry cost on followers" means. */
+  readonly cpuMicrosPerCommit: { readonly leader: number | null; readonly followers: number | null };
 }
 
 export function opCost(w: WindowCost, ops: number): OpCost {
@@ -219,5 +222,19 @@ export function opCost(w: WindowCost, ops: number): OpCost {
     commitsPerOp: ratio(w.commits, ops),
     fsyncsPerCommit: ratio(w.fsyncs, w.commits),
     entriesPerFsyncBatch: ratio(w.entriesPersisted, w.fsyncBatches),
+    cpuMicrosPerCommit: cpuPerCommit(w),
+  };
+}
+
+function cpuPerCommit(w: WindowCost): OpCost['cpuMicrosPerCommit'] {
+  const perCommit = (pct: number | null | undefined): number | null =>
+    pct == null || !w.commits ? null : ((pct / 100) * w.seconds * 1e6) / w.commits;
+  const followers = Object.entries(w.cpuPct.nodes)
+    .filter(([id]) => id !== w.leader)
+    .map(([, pct]) => perCommit(pct))
+    .filter((x): x is number => x !== null);
+  return {
+    leader: w.leader === null ? null : perCommit(w.cpuPct.nodes[w.leader]),
+    followers: w.leader === null || followers.length === 0 ? null : followers.reduce((a, b) => a + b, 0) / followers.length,
   };
 }
