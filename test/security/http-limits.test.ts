@@ -5,10 +5,14 @@
 //     their address while open, counted with the address's websockets: beyond the cap the
 //     node answers 429 LIMIT_EXCEEDED (JSON) at once, and a websocket is refused (1013);
 //   - long polls pipelined on ONE keep-alive connection count one slot each;
-//   - a client from another address is served throughout (session, acquire, a stream).
+//   - a client from another address is served throughout (session, acquire, a stream);
+//   - a request body the node does not read (a GET's, or any request answered before its
+//     body is read: an unknown path, a refusal) is not drained: the connection is closed
+//     after the answer.
 // Before the fix, every stream and long poll was held whatever the address had open: 6
 // streams from one address with a cap of 4, and 12 pipelined long polls on one socket,
-// were all served and held.
+// were all served and held; and the node read and discarded a GET's 100 GB body for the
+// 10 s of its request deadline (6.5 GB on loopback) before closing the connection.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -144,5 +148,39 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
     assert.equal(statuses.filter((s) => s === 429).length, n - CAP, `statuses ${statuses.join(',')}`);
     assert.equal(timedOut, CAP);
     assert.match(text, /"code":"LIMIT_EXCEEDED"/);
+  });
+
+  test('a body the node does not read is not drained: the connection closes after the answer', async () => {
+    const port = Number(new URL(base).port);
+    const cases = [
+      { head: 'GET /v1/locks HTTP/1.1', status: 400 },
+      { head: 'GET /v1/kv/watch?prefix=a/ HTTP/1.1', status: 400 },
+      { head: 'POST /v1/no-such-op HTTP/1.1', status: 404 },
+      { head: 'POST /v1/openapi.json HTTP/1.1', status: 405 },
+    ];
+    for (const { head, status } of cases) {
+      const socket = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.6' });
+      socket.on('error', () => {});
+      let text = '';
+      let sent = 0;
+      socket.on('data', (d: Buffer) => (text += d.toString()));
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const t0 = Date.now();
+      const pump = (): void => {
+        while (!socket.destroyed && Date.now() - t0 < 4_000 && socket.write(chunk)) sent += chunk.length;
+      };
+      socket.on('drain', pump);
+      socket.write(`${head}\r\nHost: node\r\nContent-Type: application/json\r\nContent-Length: 100000000000\r\n\r\n`);
+      pump();
+      const closedAfter = await new Promise<number>((resolve) => {
+        socket.on('close', () => resolve(Date.now() - t0));
+        setTimeout(() => resolve(Infinity), 5_000);
+      });
+      socket.destroy();
+      assert.match(text, new RegExp(`^HTTP/1\\.1 ${status} `), `${head}: ${text.slice(0, 200)}`);
+      assert.match(text, /"error":\{"code":"/);
+      assert.ok(closedAfter < 2_000, `${head}: the connection stayed open ${closedAfter} ms while ${sent} bytes were sent`);
+      assert.ok(sent < 64 << 20, `${head}: the node took ${sent} bytes of a body it does not read`);
+    }
   });
 });

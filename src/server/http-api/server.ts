@@ -44,6 +44,7 @@ export class HttpApi {
   /** The client port's handler for plain HTTP requests. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     this.serve(req, res).catch((e: unknown) => {
+      if (!req.complete) closeUnreadBody(req, res, this.opts.limits.maxFrameBytes);
       if (e instanceof ApiError) return sendError(res, { code: e.code, message: e.message }, e.status, e.headers);
       this.log.error({ err: e, url: req.url?.slice(0, 200) }, 'http api request failed');
       if (!res.headersSent) sendError(res, { code: 'INTERNAL', message: 'internal error' });
@@ -54,6 +55,7 @@ export class HttpApi {
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = requestUrl(req.url ?? '/');
     const method = req.method ?? 'GET';
+    if ((method === 'GET' || method === 'HEAD') && hasBody(req)) throw new ApiError(400, 'BAD_FRAME', `${method} takes no body (its fields go in the query string)`);
     if (!this.takeToken(req.socket)) {
       const rps = this.opts.limits.requestsPerSecond;
       throw new ApiError(429, 'RATE_LIMITED', `more than ${rps} requests per second on this connection; back off and retry`, { 'retry-after': '1' });
@@ -116,6 +118,35 @@ function bearerToken(header: string | undefined): string | undefined {
   const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   if (!m) throw new ApiError(401, 'UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"', { 'www-authenticate': 'Bearer' });
   return m[1];
+}
+
+/** How long the rest of an unread body is drained after the answer, at most. */
+const LINGER_MS = 1_000;
+
+/**
+ * A request answered before its body was read: Node drains the rest to reuse the
+ * connection, which a client can make last the whole request deadline (gigabytes on a fast
+ * link). The rest is drained for at most LINGER_MS or `maxBytes` after the answer, then
+ * the connection is cut; closing at once would reset it and could lose the answer.
+ */
+function closeUnreadBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
+  res.once('finish', () => {
+    const socket = req.socket;
+    if (req.complete || socket.destroyed) return;
+    let drained = 0;
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    socket.once('close', () => clearTimeout(timer));
+    socket.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > maxBytes) socket.destroy();
+    });
+  });
+}
+
+/** Whether the request says a body follows (a Content-Length above 0, or chunked). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** Resolves when the client goes away before its answer was sent. */
