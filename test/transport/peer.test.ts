@@ -106,6 +106,20 @@ describe('PeerTransport', () => {
     assert.ok(b.t.stats().framesSent <= 5, `frames: ${b.t.stats().framesSent}`);
   });
 
+  test('queued messages leave once the sender yields, not a loop iteration later', async () => {
+    const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id)))) as [Node, Node];
+    connect([a, b]);
+    await fullyConnected([a, b]);
+    const before = a.t.stats().framesSent;
+    a.t.send('b', [msg('a', 'b', 1)]);
+    a.t.send('b', [msg('a', 'b', 2)]);
+    assert.equal(a.t.stats().framesSent - before, 0, 'nothing leaves while the sender still runs');
+    await Promise.resolve();
+    assert.equal(a.t.stats().framesSent - before, 1, 'one frame, before any setImmediate or I/O callback');
+    await waitFor('2 messages', () => received(b).length === 2);
+    assert.deepEqual(received(b).map((m) => m.term), [1, 2]);
+  });
+
   test('a batch larger than maxFrameBytes is split; a single oversize message is dropped', async () => {
     const opts = { maxFrameBytes: 64 * 1024 };
     const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id, opts)))) as [Node, Node];
