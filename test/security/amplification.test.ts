@@ -10,39 +10,15 @@
 // oversize and rate-limited ones included, and each byte could become a JS object).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { ROOT, TestCluster } from '../support/cluster.js';
+import { TestCluster } from '../support/cluster.js';
 import { WireClient } from './wire-client.js';
+import { eventLoopMaxMs, peakRssMb, quantile, runFlood } from './measure.js';
 
 const TOKEN = 'amplification-test-token-0123456789';
 const ATTACK_MS = 6000;
 
-/** Peak resident set size of a process so far (Linux: VmHWM), in MB. */
-function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
-
-/** The node's longest event-loop delay since its metrics were last read, in ms. */
-async function eventLoopMaxMs(httpUrl: string): Promise<number> {
-  const text = await (await fetch(new URL('/metrics', httpUrl))).text();
-  const m = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})?\s+(\S+)/m.exec(text);
-  return m ? Number(m[1]) * 1000 : NaN;
-}
-
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
 function flood(plan: Record<string, unknown>): Promise<Record<string, number>> {
-  const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/security/flood.ts'), JSON.stringify(plan)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Record<string, number>) : reject(new Error(`flood exited with ${code}`))));
-  });
+  return runFlood('flood.ts', plan);
 }
 
 describe('decode amplification before and after authentication', () => {

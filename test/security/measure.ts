@@ -1,0 +1,33 @@
+// What the flood tests measure on a real node, and how they run a flood: a separate
+// process, so that its CPU does not skew the honest client's latency.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../support/cluster.js';
+
+/** Peak resident set size of a process so far (Linux: VmHWM), in MB. */
+export function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** The node's longest event-loop delay since its metrics were last read, in ms. */
+export async function eventLoopMaxMs(httpUrl: string): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', httpUrl))).text();
+  const m = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})?\s+(\S+)/m.exec(text);
+  return m ? Number(m[1]) * 1000 : NaN;
+}
+
+export function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+/** Run test/security/`script` with `plan`; resolves with the JSON line it prints. */
+export function runFlood<T = Record<string, number>>(script: string, plan: Record<string, unknown>): Promise<T> {
+  const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/security', script), JSON.stringify(plan)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve, reject) => {
+    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as T) : reject(new Error(`${script} exited with ${code}`))));
+  });
+}
