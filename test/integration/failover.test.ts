@@ -1,0 +1,48 @@
+// Failover with real processes: a killed leader's clients reach the new leader at the
+// cluster's pace. Its followers still name the dead leader until the election; they must
+// keep a client's requests until the next leader is elected (forwarding.ts), not send the
+// client back to the dead node again and again with growing backoff.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { TestCluster } from '../support/cluster.js';
+import { LockClient } from '../../src/client/index.js';
+
+describe('a killed leader', () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await TestCluster.started();
+  });
+  after(() => c?.stop());
+
+  test('its client is served by the next leader without being sent back to the dead node', async () => {
+    const leader = await c.waitForLeader();
+    const dials: string[] = [];
+    class CountingWebSocket extends WebSocket {
+      constructor(url: string) {
+        super(url);
+        dials.push(url);
+      }
+    }
+    const client = await LockClient.connect({ endpoints: [c.node(leader).clientUrl], ttlMs: 10_000, WebSocket: CountingWebSocket });
+    try {
+      await client.put('failover/warm', 'v');
+      assert.equal(client.connectedUrl, c.node(leader).clientUrl);
+      const before = dials.length;
+      await c.signal(leader, 'SIGKILL');
+      const started = performance.now();
+      await client.put('failover/after-kill', 'v');
+      const elapsed = performance.now() - started;
+      const deadDials = dials.slice(before).filter((u) => u === c.node(leader).clientUrl).length;
+      // A follower's stale hello may name the dead node once; before the fix each follower's
+      // UNAVAILABLE hint sent the client back there, 4-6 times per failover.
+      assert.ok(deadDials <= 2, `dialed the dead leader ${deadDials} times`);
+      assert.notEqual(client.connectedUrl, c.node(leader).clientUrl);
+      // An election takes 0.3-0.75 s with these timers; the rest is one reconnect.
+      assert.ok(elapsed < 3_000, `served after ${Math.round(elapsed)} ms`);
+    } finally {
+      await client.close().catch(() => {});
+      await c.start(leader).catch(() => {});
+    }
+  });
+});
