@@ -1,7 +1,8 @@
 // Refusing to run insecurely where others can reach the node. On loopback addresses the
 // shipped development config is fine; on any other address, the published default secret
-// lets anyone join the Raft traffic, and peer links without TLS can be read and altered on
-// the network. The node then stops with a message that says what to configure, unless the
+// lets anyone join the Raft traffic, and peer links without TLS can be read on the network
+// (their frames are authenticated, peer protocol 2, but not encrypted: lock names and
+// key-value values travel in clear; docs/security.md says why this still refuses). The node then stops with a message that says what to configure, unless the
 // operator passes `palisade serve --allow-insecure` (docs/security.md).
 import { isIP } from 'node:net';
 import type { ClusterConfig, NodeConfig } from '../config/cluster-config.js';
@@ -33,7 +34,7 @@ export function exposureProblems(cfg: ClusterConfig, self: NodeConfig): string[]
   }
   if (cfg.tls.peer === null && !isLoopbackHost(peerHost)) {
     problems.push(
-      `peer links are plain ws:// on ${peerHost}, so Raft traffic can be read and altered on the network: ` +
+      `peer links are plain ws:// on ${peerHost}, so Raft traffic (lock names, key-value values) can be read on the network: ` +
         'configure "tls.peer" (certificates, wss:// peer URLs; see docs/security.md)',
     );
   }
