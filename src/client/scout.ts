@@ -5,13 +5,14 @@
 // two. So when a request on the connection has gone unanswered for an election timeout plus
 // two heartbeats (400 ms at the defaults; a healthy cluster answers in milliseconds), the
 // SDK asks the other nodes who leads (`status`, over connections it keeps only while the
-// request stays late), and again every two heartbeats. A node that leads in a higher term
-// than the connected node (or while the connected node does not lead, or has gone silent)
-// is where the client moves: what was in flight is retried there with the same seq. On a
-// cluster that is merely slow the connected node is the leader of the highest term, and
-// nothing moves. A node that says it knows no leader (its hello, or its answer to the
-// scout) does not make its client wait that long: the scout asks once a request has waited
-// two heartbeats.
+// request stays late), and again every two heartbeats (every election timeout once it has
+// been late for four: a long outage with many clients must not flood the nodes). A node
+// that leads in a higher term than the connected node (or while the connected node does not
+// lead, or has gone silent) is where the client moves: what was in flight is retried there
+// with the same seq. On a cluster that is merely slow the connected node is the leader of
+// the highest term, and nothing moves. A node that says it knows no leader (its hello, or
+// its answer to the scout) does not make its client wait that long: the scout asks once a
+// request has waited two heartbeats.
 import type { HelloResult, NodeStatus } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { Connection } from './connection.js';
@@ -26,6 +27,10 @@ export interface ScoutTiming {
   readonly leaderlessLateMs: number;
   /** While late, ask again this often. */
   readonly everyMs: number;
+  /** Once a request has been late this long (an election has had its chance), ask only
+   *  every `slowEveryMs`: a long outage with many waiting clients must not flood the nodes. */
+  readonly slowAfterMs: number;
+  readonly slowEveryMs: number;
 }
 
 export function scoutFor(hello: HelloResult | null): ScoutTiming {
@@ -34,6 +39,8 @@ export function scoutFor(hello: HelloResult | null): ScoutTiming {
     lateMs: t.electionTimeoutMs + 2 * t.heartbeatMs,
     leaderlessLateMs: 2 * t.heartbeatMs,
     everyMs: Math.max(50, 2 * t.heartbeatMs),
+    slowAfterMs: 4 * t.electionTimeoutMs,
+    slowEveryMs: Math.max(100, t.electionTimeoutMs),
   };
 }
 
@@ -133,7 +140,9 @@ export function scoutWhenLate(connection: Connection, clock: Clock, timing: Scou
   const dueAt = (): number => {
     const oldest = connection.oldestOutstandingAt;
     if (oldest === null) return Infinity;
-    return Math.max(oldest + (leaderless ? timing.leaderlessLateMs : timing.lateMs), lastRoundAt + timing.everyMs);
+    const lateAt = oldest + (leaderless ? timing.leaderlessLateMs : timing.lateMs);
+    const every = clock.now() - lateAt > timing.slowAfterMs ? timing.slowEveryMs : timing.everyMs;
+    return Math.max(lateAt, lastRoundAt + every);
   };
   const tick = (): void => {
     timer = undefined;

@@ -56,3 +56,20 @@ test('a slow leader of the highest term is left alone: the request is answered w
   assert.deepEqual(cluster.log.filter((e) => e.req.op === 'put').map((e) => e.node), ['n1']);
   assert.ok(cluster.requests('status', 'n2').length > 0, 'the scout asked the others');
 });
+
+test('while nobody leads, the scout keeps asking, but slows down once an election has had its chance', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 3);
+  const [n1, n2, n3] = cluster.nodes as [FakeNode, FakeNode, FakeNode];
+  const client = await cluster.client({ attemptTimeoutMs: 10_000, requestTimeoutMs: 20_000 });
+  for (const n of [n1, n2, n3]) n.intercept = (req) => (req.op === 'status' ? says(n, { role: 'follower', term: 2, leader: null }) : undefined);
+  const held = n1.intercept!;
+  n1.intercept = async (req, conn) => {
+    if (req.op === 'put') await new Promise((r) => setTimeout(r, 3_000));
+    return held(req, conn);
+  };
+  await client.put('k', 'v');
+  const asked = cluster.requests('status', 'n2').length;
+  // Every two heartbeats for 3 s would be about 29 rounds; slowing after 1.2 s makes ~18.
+  assert.ok(asked >= 3 && asked <= 23, `asked n2 ${asked} times in 3 s`);
+  assert.equal(client.connectedUrl, n1.url, 'nobody leads: nowhere to move');
+});
