@@ -350,7 +350,7 @@ export class PalisadeNode {
       if (!l) byPeer.set(m.to, (l = []));
       l.push(m);
     }
-    for (const [to, l] of byPeer) this.peers.send(to, l);
+    this.peers.sendNow(byPeer); // now: an acknowledgement must not wait for this pass's apply
     this.ops?.onRaftSent(msgs);
   }
 

@@ -152,7 +152,8 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
    * from inside its own setImmediate callback, where a setImmediate would wait for the next
    * loop iteration (after that iteration's I/O callbacks), which put 0.08 ms at p50 (0.13 ms
    * mean) between a Ready and its frames on every hop of a commit. Frames per commit do not
-   * change: a driver pass sends once per Ready and awaits its write in between.
+   * change: a driver pass sends once per Ready and awaits its write in between. (The node
+   * itself sends each pass's messages with sendNow.)
    */
   send(to: NodeId, msgs: readonly Message[]): void {
     if (msgs.length === 0) return;
@@ -167,6 +168,17 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> {
       this.flushScheduled = true;
       queueMicrotask(() => this.flush());
     }
+  }
+
+  /**
+   * Send a driver pass's messages, one frame per peer, now (with anything still queued for
+   * those peers ahead of them). A follower's acknowledgement is sent from the same pass that
+   * then applies committed entries; left to the microtask it waited for that apply (p50
+   * 0.1 ms under load, on every commit's path), sent here it leaves at once (0.01 ms).
+   */
+  sendNow(batches: ReadonlyMap<NodeId, readonly Message[]>): void {
+    for (const [to, msgs] of batches) this.send(to, msgs);
+    this.flush();
   }
 
   /** Send an application payload now. False when it could not be handed to the socket

@@ -120,6 +120,18 @@ describe('PeerTransport', () => {
     assert.deepEqual(received(b).map((m) => m.term), [1, 2]);
   });
 
+  test('sendNow writes at once, one frame per peer, after what was already queued', async () => {
+    const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id)))) as [Node, Node];
+    connect([a, b]);
+    await fullyConnected([a, b]);
+    const before = a.t.stats().framesSent;
+    a.t.send('b', [msg('a', 'b', 1)]);
+    a.t.sendNow(new Map([['b', [msg('a', 'b', 2), msg('a', 'b', 3)]]]));
+    assert.equal(a.t.stats().framesSent - before, 1, 'written before sendNow returned, as one frame');
+    await waitFor('3 messages', () => received(b).length === 3);
+    assert.deepEqual(received(b).map((m) => m.term), [1, 2, 3]);
+  });
+
   test('a batch larger than maxFrameBytes is split; a single oversize message is dropped', async () => {
     const opts = { maxFrameBytes: 64 * 1024 };
     const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id, opts)))) as [Node, Node];
