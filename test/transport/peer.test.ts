@@ -66,6 +66,14 @@ function warnings(n: Node): LogLine[] {
   return n.lines.filter((l) => l.level >= WARN);
 }
 
+/** Two nodes 'a' and 'b' with their link up. */
+async function linkedPair(): Promise<[Node, Node]> {
+  const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id)))) as [Node, Node];
+  connect([a, b]);
+  await fullyConnected([a, b]);
+  return [a, b];
+}
+
 describe('PeerTransport', () => {
   test('three nodes exchange Raft messages over one link per pair, both ways', async () => {
     const nodes = await Promise.all(['n1', 'n2', 'n3'].map((id) => startNode(id)));
@@ -88,9 +96,7 @@ describe('PeerTransport', () => {
   });
 
   test('messages queued in one turn leave as one frame', async () => {
-    const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id)))) as [Node, Node];
-    connect([a, b]);
-    await fullyConnected([a, b]);
+    const [a, b] = await linkedPair();
     const before = a.t.stats().framesSent;
     for (let i = 1; i <= 1000; i++) a.t.send('b', [msg('a', 'b', i)]);
     await waitFor('1000 messages', () => received(b).length === 1000);
@@ -107,9 +113,7 @@ describe('PeerTransport', () => {
   });
 
   test('queued messages leave once the sender yields, not a loop iteration later', async () => {
-    const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id)))) as [Node, Node];
-    connect([a, b]);
-    await fullyConnected([a, b]);
+    const [a, b] = await linkedPair();
     const before = a.t.stats().framesSent;
     a.t.send('b', [msg('a', 'b', 1)]);
     a.t.send('b', [msg('a', 'b', 2)]);
@@ -121,9 +125,7 @@ describe('PeerTransport', () => {
   });
 
   test('sendNow writes at once, one frame per peer, after what was already queued', async () => {
-    const [a, b] = (await Promise.all(['a', 'b'].map((id) => startNode(id)))) as [Node, Node];
-    connect([a, b]);
-    await fullyConnected([a, b]);
+    const [a, b] = await linkedPair();
     const before = a.t.stats().framesSent;
     a.t.send('b', [msg('a', 'b', 1)]);
     a.t.sendNow(new Map([['b', [msg('a', 'b', 2), msg('a', 'b', 3)]]]));
