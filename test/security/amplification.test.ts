@@ -10,9 +10,9 @@
 // oversize and rate-limited ones included, and each byte could become a JS object).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster } from '../support/cluster.js';
+import type { TestCluster } from '../support/cluster.js';
 import { WireClient } from './wire-client.js';
-import { eventLoopMaxMs, peakRssMb, quantile, runFlood } from './measure.js';
+import { assertLeaderKept, authCluster, eventLoopMaxMs, peakRssMb, quantile, runFlood } from './measure.js';
 
 const TOKEN = 'amplification-test-token-0123456789';
 const ATTACK_MS = 6000;
@@ -24,10 +24,7 @@ function flood(plan: Record<string, unknown>): Promise<Record<string, number>> {
 describe('decode amplification before and after authentication', () => {
   let c: TestCluster;
   before(async () => {
-    c = await TestCluster.started({
-      extraConfig: { auth: { tokens: [{ name: 'app', token: TOKEN }] } },
-      credentials: { token: TOKEN },
-    });
+    c = await authCluster(TOKEN);
   });
   after(async () => {
     await c?.stop();
@@ -74,9 +71,7 @@ describe('decode amplification before and after authentication', () => {
     };
     console.log(`amplification figures: ${JSON.stringify(figures)}`);
 
-    for (const n of c.nodes) assert.ok(c.procs.has(n.id), `node ${n.id} exited`);
-    assert.equal(termAfter, termBefore, 'the leader lost its term');
-    assert.ok(statuses.every((s) => s?.leader === leaderId), `leadership moved: ${JSON.stringify(statuses.map((s) => s?.leader))}`);
+    await assertLeaderKept(c, leaderId, termBefore);
     // Loose enough for a loaded test machine (the flood itself competes for the CPU); the
     // code before these bounds lost the leader within a few seconds of far less.
     assert.ok(sent.clientPreAuthBytes! + sent.peerPreAuthBytes! > 32 * (1 << 20), 'the flood pushed less than 32 MiB');

@@ -8,9 +8,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
-import { TestCluster } from '../support/cluster.js';
+import type { TestCluster } from '../support/cluster.js';
 import { httpBase } from '../http/http-client.js';
-import { eventLoopMaxMs, peakRssMb, quantile, runFlood } from './measure.js';
+import { assertLeaderKept, authCluster, eventLoopMaxMs, peakRssMb, quantile, runFlood } from './measure.js';
 
 const TOKEN = 'http-flood-test-token-0123456789';
 const ATTACK_MS = 6000;
@@ -24,10 +24,7 @@ interface FloodResult {
 describe('HTTP API flood from one address', () => {
   let c: TestCluster;
   before(async () => {
-    c = await TestCluster.started({
-      extraConfig: { auth: { tokens: [{ name: 'app', token: TOKEN }] } },
-      credentials: { token: TOKEN },
-    });
+    c = await authCluster(TOKEN);
   });
   after(async () => {
     await c?.stop();
@@ -54,17 +51,19 @@ describe('HTTP API flood from one address', () => {
 
     const attack = runFlood<FloodResult>('http-flood.ts', { base, durationMs: ATTACK_MS, token: TOKEN });
     const latencies: number[] = [];
+    let retries = 0;
     const until = Date.now() + ATTACK_MS;
     while (Date.now() < until) {
       const t0 = performance.now();
-      const status = await read();
+      let status = await read();
+      // As protocol.md §9 asks of any client: 503 and 504 are retried (the latency counts both).
+      for (let k = 0; k < 3 && (status === 503 || status === 504); k++, retries++) status = await read();
       latencies.push(performance.now() - t0);
-      assert.equal(status, 200, 'the honest read failed');
+      assert.equal(status, 200, `the honest read failed (${status}) after ${latencies.length} reads`);
     }
     const sent = await attack;
     const loopMaxMs = await eventLoopMaxMs(leader.httpUrl);
     const rssPeak = peakRssMb(c.pid(leaderId));
-    const statuses = await c.statuses();
     const termAfter = (await c.status(leaderId))?.term;
     agent.destroy();
 
@@ -75,6 +74,7 @@ describe('HTTP API flood from one address', () => {
       attackConnections: sent.connections,
       attackStatuses: sent.statuses,
       honestReads: latencies.length,
+      honestRetries: retries,
       honestP50Ms: +quantile(latencies, 0.5).toFixed(1),
       honestP99Ms: +quantile(latencies, 0.99).toFixed(1),
       honestMaxMs: +latencies[latencies.length - 1]!.toFixed(1),
@@ -85,9 +85,7 @@ describe('HTTP API flood from one address', () => {
     };
     console.log(`http flood figures: ${JSON.stringify(figures)}`);
 
-    for (const n of c.nodes) assert.ok(c.procs.has(n.id), `node ${n.id} exited`);
-    assert.equal(termAfter, termBefore, 'the leader lost its term');
-    assert.ok(statuses.every((s) => s?.leader === leaderId), `leadership moved: ${JSON.stringify(statuses.map((s) => s?.leader))}`);
+    await assertLeaderKept(c, leaderId, termBefore);
     // Streams and long polls past the cap were refused (429), and unauthenticated bodies (401).
     assert.ok((sent.statuses['429'] ?? 0) > 0, 'nothing was refused 429');
     assert.ok((sent.statuses['401'] ?? 0) > 0, 'no unauthenticated body was answered 401');

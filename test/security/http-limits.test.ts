@@ -6,13 +6,16 @@
 //     node answers 429 LIMIT_EXCEEDED (JSON) at once, and a websocket is refused (1013);
 //   - long polls pipelined on ONE keep-alive connection count one slot each;
 //   - a client from another address is served throughout (session, acquire, a stream);
+//   - requests pipelined on one connection are worked on at most MAX_IN_FLIGHT at a time:
+//     more are answered 429 at once (HTTP answers in order, so they gain nothing);
 //   - a request body the node does not read (a GET's, or any request answered before its
 //     body is read: an unknown path, a refusal) is not drained: the connection is closed
 //     after the answer.
 // Before the fix, every stream and long poll was held whatever the address had open: 6
 // streams from one address with a cap of 4, and 12 pipelined long polls on one socket,
 // were all served and held; and the node read and discarded a GET's 100 GB body for the
-// 10 s of its request deadline (6.5 GB on loopback) before closing the connection.
+// 10 s of its request deadline (6.5 GB on loopback) before closing the connection; and 500
+// reads pipelined on one connection were all in flight at once.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -20,6 +23,7 @@ import { connect } from 'node:net';
 import WebSocket from 'ws';
 import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from '../http/http-client.js';
+import { MAX_IN_FLIGHT } from '../../src/server/http-api/server.js';
 
 const CAP = 4;
 
@@ -63,6 +67,31 @@ function websocketFate(url: string, localAddress: string): Promise<number> {
       resolve(code);
     });
   });
+}
+
+/** `one` request sent `n` times at once on one connection from `localAddress`: the answers'
+ *  statuses in order, and their text. */
+async function pipelined(base: string, localAddress: string, one: string, n: number): Promise<{ statuses: number[]; text: string }> {
+  const socket = connect({ host: '127.0.0.1', port: Number(new URL(base).port), localAddress });
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => (text += d));
+  socket.write(one.repeat(n));
+  try {
+    const statuses = await new Promise<number[]>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`only ${text.match(/HTTP\/1\.1 /g)?.length ?? 0} of ${n} answers:\n${text.slice(0, 2000)}`)), 20_000);
+      socket.on('data', () => {
+        const seen = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+        if (seen.length === n) {
+          clearTimeout(t);
+          resolve(seen);
+        }
+      });
+    });
+    return { statuses, text };
+  } finally {
+    socket.destroy();
+  }
 }
 
 describe('HTTP API: streams and long polls count against the per-address cap', { timeout: 60_000 }, () => {
@@ -128,22 +157,7 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
     const n = 12;
     const body = JSON.stringify({ session: waiter, seq: 1, name: 'lp/x', waitMs: 2_000 });
     const one = `POST /v1/lock/acquire HTTP/1.1\r\nHost: node\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    const socket = connect({ host: '127.0.0.1', port: Number(new URL(base).port), localAddress: '127.0.0.5' });
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => (text += d));
-    socket.write(one.repeat(n));
-    const statuses = await new Promise<number[]>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`only ${text.match(/HTTP\/1\.1 /g)?.length ?? 0} of ${n} answers:\n${text.slice(0, 2000)}`)), 20_000);
-      socket.on('data', () => {
-        const seen = [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
-        if (seen.length === n) {
-          clearTimeout(t);
-          resolve(seen);
-        }
-      });
-    });
-    socket.destroy();
+    const { statuses, text } = await pipelined(base, '127.0.0.5', one, n);
     const timedOut = (text.match(/"status":"timeout"/g) ?? []).length;
     assert.equal(statuses.filter((s) => s === 429).length, n - CAP, `statuses ${statuses.join(',')}`);
     assert.equal(timedOut, CAP);
@@ -182,5 +196,15 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
       assert.ok(closedAfter < 2_000, `${head}: the connection stayed open ${closedAfter} ms while ${sent} bytes were sent`);
       assert.ok(sent < 64 << 20, `${head}: the node took ${sent} bytes of a body it does not read`);
     }
+  });
+
+  test('requests pipelined on one connection past MAX_IN_FLIGHT are answered 429 at once', async () => {
+    const n = 500;
+    const { statuses, text } = await pipelined(base, '127.0.0.7', 'GET /v1/lock?name=pipe/x HTTP/1.1\r\nHost: node\r\n\r\n', n);
+    const ok = statuses.filter((s) => s === 200).length;
+    const refused = statuses.filter((s) => s === 429).length;
+    assert.equal(ok + refused, n, `statuses: ${[...new Set(statuses)].join(',')}`);
+    assert.ok(refused > 0 && ok >= MAX_IN_FLIGHT && ok < n, `${ok} answered, ${refused} refused`);
+    assert.match(text, /"code":"LIMIT_EXCEEDED","message":"more than \d+ requests in flight/);
   });
 });

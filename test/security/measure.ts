@@ -1,9 +1,10 @@
 // What the flood tests measure on a real node, and how they run a flood: a separate
 // process, so that its CPU does not skew the honest client's latency.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../support/cluster.js';
+import { ROOT, TestCluster } from '../support/cluster.js';
 
 /** Peak resident set size of a process so far (Linux: VmHWM), in MB. */
 export function peakRssMb(pid: number): number {
@@ -30,4 +31,18 @@ export function runFlood<T = Record<string, number>>(script: string, plan: Recor
   return new Promise((resolve, reject) => {
     p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as T) : reject(new Error(`${script} exited with ${code}`))));
   });
+}
+
+/** A 3-node cluster with auth on and one token, as the flood tests attack it. */
+export function authCluster(token: string): Promise<TestCluster> {
+  return TestCluster.started({ extraConfig: { auth: { tokens: [{ name: 'app', token }] } }, credentials: { token } });
+}
+
+/** The cluster after a flood: every node still runs, and `leaderId` still leads in its term. */
+export async function assertLeaderKept(c: TestCluster, leaderId: string, termBefore: number): Promise<void> {
+  const statuses = await c.statuses();
+  const termAfter = (await c.status(leaderId))?.term;
+  for (const n of c.nodes) assert.ok(c.procs.has(n.id), `node ${n.id} exited`);
+  assert.equal(termAfter, termBefore, 'the leader lost its term');
+  assert.ok(statuses.every((s) => s?.leader === leaderId), `leadership moved: ${JSON.stringify(statuses.map((s) => s?.leader))}`);
 }

@@ -23,6 +23,10 @@ import { API_PREFIX, OPENAPI_PATH, findRoute, waitMsOf, type Input } from './rou
 /** The OpenAPI document, shipped in web/ (same relative path from src/ and dist/). */
 export const OPENAPI_FILE = new URL('../../../web/openapi.json', import.meta.url);
 
+/** Requests worked on at once per HTTP connection. HTTP/1.1 answers in order, so a client
+ *  gains nothing by pipelining more; each costs the node its request, gate and read. */
+export const MAX_IN_FLIGHT = 64;
+
 export interface HttpApiOptions {
   readonly node: ApiNode;
   readonly limits: ClientLimitsConfig;
@@ -41,15 +45,22 @@ export class HttpApi {
     this.log = opts.logger.child({ component: 'http-api' });
   }
 
+  /** Requests being worked on, per connection (pipelined ones included). */
+  private readonly inFlight = new WeakMap<Socket, number>();
+
   /** The client port's handler for plain HTTP requests. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    this.serve(req, res).catch((e: unknown) => {
+    const socket = req.socket;
+    const busy = this.inFlight.get(socket) ?? 0;
+    this.inFlight.set(socket, busy + 1);
+    const work = busy >= MAX_IN_FLIGHT ? Promise.reject(new ApiError(429, 'LIMIT_EXCEEDED', `more than ${MAX_IN_FLIGHT} requests in flight on this connection; wait for answers before sending more`, { 'retry-after': '1' })) : this.serve(req, res);
+    work.catch((e: unknown) => {
       if (!req.complete) closeUnreadBody(req, res, this.opts.limits.maxFrameBytes);
       if (e instanceof ApiError) return sendError(res, { code: e.code, message: e.message }, e.status, e.headers);
       this.log.error({ err: e, url: req.url?.slice(0, 200) }, 'http api request failed');
       if (!res.headersSent) sendError(res, { code: 'INTERNAL', message: 'internal error' });
       else res.destroy();
-    });
+    }).finally(() => this.inFlight.set(socket, (this.inFlight.get(socket) ?? 1) - 1));
   };
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
