@@ -83,12 +83,16 @@ export interface WsListenOptions {
  *  the check runs every CHECK_INTERVAL_MS. A socket that never sends a request is cut too. */
 export const HTTP_HEADERS_TIMEOUT_MS = 5_000;
 export const HTTP_REQUEST_TIMEOUT_MS = 10_000;
+/** An HTTP keep-alive connection idle this long after its last answer is closed (Node's
+ *  default today, set here so that the bound does not move with Node). */
+export const HTTP_KEEPALIVE_MS = 5_000;
 const CHECK_INTERVAL_MS = 1_000;
 
 /** Deadlines for the HTTP part of a connection (headers, request) on `server`. */
 export function boundHttpTimes(server: HttpServer): void {
   server.headersTimeout = HTTP_HEADERS_TIMEOUT_MS;
   server.requestTimeout = HTTP_REQUEST_TIMEOUT_MS;
+  server.keepAliveTimeout = HTTP_KEEPALIVE_MS;
 }
 
 /** Destroy connections from an address that already has `max` open. */

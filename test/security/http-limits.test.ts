@@ -24,6 +24,7 @@ import WebSocket from 'ws';
 import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from '../http/http-client.js';
 import { MAX_IN_FLIGHT } from '../../src/server/http-api/server.js';
+import { HTTP_KEEPALIVE_MS } from '../../src/transport/tls.js';
 
 const CAP = 4;
 
@@ -206,5 +207,18 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
     assert.equal(ok + refused, n, `statuses: ${[...new Set(statuses)].join(',')}`);
     assert.ok(refused > 0 && ok >= MAX_IN_FLIGHT && ok < n, `${ok} answered, ${refused} refused`);
     assert.match(text, /"code":"LIMIT_EXCEEDED","message":"more than \d+ requests in flight/);
+  });
+
+  test('an idle keep-alive connection is closed after HTTP_KEEPALIVE_MS', async () => {
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(base).port), localAddress: '127.0.0.8' });
+    socket.on('error', () => {});
+    let answeredAt = 0;
+    socket.once('data', () => (answeredAt = Date.now()));
+    socket.write('GET /v1/status HTTP/1.1\r\nHost: node\r\n\r\n');
+    await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    const idleMs = Date.now() - answeredAt;
+    assert.ok(answeredAt > 0, 'no answer');
+    // The node checks its connections' deadlines every second.
+    assert.ok(idleMs >= HTTP_KEEPALIVE_MS - 100 && idleMs < HTTP_KEEPALIVE_MS + 2_000, `closed ${idleMs} ms after the answer`);
   });
 });
