@@ -6,7 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rpc } from '../../src/protocol/rpc.js';
 import type { MemberInfo } from '../../src/protocol/client-protocol.js';
+import { join } from 'node:path';
 import { TestCluster, until } from '../support/cluster.js';
+import { startNode } from '../support/node-process.js';
 
 const ADMIN = 'join-auth-admin-token-0123456789';
 const APP = 'join-auth-app-token-0123456789ab';
@@ -40,5 +42,22 @@ describe('joining a cluster with auth on', { timeout: 90_000 }, () => {
       'n4 a voter',
     );
     assert.match(c.logOf('n4'), /asked the cluster to add this node as a learner/);
+  });
+
+  test('a join with a token that is not admin stops at once and says why', async () => {
+    const n5 = await c.addNodeSpec('n5');
+    const t0 = Date.now();
+    await assert.rejects(
+      startNode({
+        id: 'n5',
+        configPath: join(c.dir, 'n5.config.json'),
+        logPath: join(c.dir, 'n5.log'),
+        clientUrl: n5.clientUrl,
+        args: ['--join', c.endpoints.slice(0, 3).join(','), '--token', APP],
+        startTimeoutMs: 15_000,
+      }),
+      /exited at start-up[\s\S]*refused to add this node \(PERMISSION_DENIED/,
+    );
+    assert.ok(Date.now() - t0 < 10_000, `the refused join took ${Date.now() - t0} ms to stop (it retried)`);
   });
 });
