@@ -9,6 +9,7 @@ import type { MemberInfo } from '../../src/protocol/client-protocol.js';
 import { join } from 'node:path';
 import { TestCluster, until } from '../support/cluster.js';
 import { startNode } from '../support/node-process.js';
+import { makePki, type TestPki } from '../security/certs.js';
 
 const ADMIN = 'join-auth-admin-token-0123456789';
 const APP = 'join-auth-app-token-0123456789ab';
@@ -59,5 +60,42 @@ describe('joining a cluster with auth on', { timeout: 90_000 }, () => {
       /exited at start-up[\s\S]*refused to add this node \(PERMISSION_DENIED/,
     );
     assert.ok(Date.now() - t0 < 10_000, `the refused join took ${Date.now() - t0} ms to stop (it retried)`);
+  });
+});
+
+describe('joining a cluster with auth, wss:// and required client certificates', { timeout: 90_000 }, () => {
+  let pki: TestPki;
+  let c: TestCluster;
+  before(async () => {
+    pki = makePki();
+    for (const id of ['n1', 'n2', 'n3', 'n4', 'harness']) pki.issue(id);
+    const certs = { cert: `${pki.dir}/{id}.crt`, key: `${pki.dir}/{id}.key`, ca: pki.ca };
+    c = await TestCluster.create({
+      secure: { peer: true, client: true },
+      credentials: { token: APP, ca: pki.read(pki.ca), cert: pki.read(`${pki.dir}/harness.crt`), key: pki.read(`${pki.dir}/harness.key`) },
+      extraConfig: {
+        auth: { tokens: [{ name: 'app', token: APP }, { name: 'ops', token: ADMIN, admin: true }] },
+        tls: { peer: { ...certs, requireClientCert: true }, client: { ...certs, requireClientCert: true } },
+      },
+    });
+    await c.startAll();
+    await c.waitForLeader();
+  });
+  after(async () => {
+    await c?.stop();
+    pki?.remove();
+  });
+
+  test('the join trusts tls.client.ca and presents its own certificate and the admin token, all from the config', async () => {
+    await c.addNodeSpec('n4');
+    await c.start('n4', { join: c.endpoints.slice(0, 3) });
+    await until(
+      async () => {
+        const ms = await rpc<MemberInfo[]>(c.node('n1').clientUrl, { op: 'members' }, 3_000, c.credentials);
+        return ms.find((m) => m.id === 'n4')?.voter === true;
+      },
+      30_000,
+      'n4 a voter',
+    );
   });
 });
