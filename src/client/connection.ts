@@ -14,6 +14,8 @@ export interface WebSocketLike {
   readonly readyState: number;
   send(data: Uint8Array): void;
   close(code?: number, reason?: string): void;
+  /** Destroys the socket without the close handshake (the `ws` package; browsers have none). */
+  terminate?(): void;
   addEventListener(type: 'message', listener: (event: { readonly data: unknown }) => void): void;
   addEventListener(type: 'open' | 'close' | 'error', listener: () => void): void;
 }
@@ -51,6 +53,29 @@ export interface ConnectionOptions {
 }
 
 const WS_OPEN = 1;
+const WS_CLOSED = 3;
+
+/**
+ * How long a closed socket may wait for the node's half of the close handshake. A paused
+ * node (SIGSTOP) never sends it, and `ws` would keep the socket, and a timer that holds the
+ * process, for its 30 s close timeout; a live node answers in a round trip.
+ */
+const CLOSE_HANDSHAKE_MS = 1_000;
+
+/** Starts the close handshake, and ends the socket if the node has not finished it in time. */
+function closeSocket(ws: WebSocketLike, clock: Clock, code?: number, reason?: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // already closing
+  }
+  if (ws.readyState === WS_CLOSED || !ws.terminate) return;
+  const timer = clock.setTimeout(() => {
+    if (ws.readyState !== WS_CLOSED) ws.terminate?.();
+  }, CLOSE_HANDSHAKE_MS);
+  // The socket itself keeps the process alive until it is gone; this timer need not.
+  (timer as { unref?: () => void } | null)?.unref?.();
+}
 
 export class Connection {
   readonly url: string;
@@ -116,11 +141,7 @@ export class Connection {
         if (settled) return;
         settled = true;
         clock.clearTimeout(timer);
-        try {
-          ws.close();
-        } catch {
-          // already closing
-        }
+        closeSocket(ws, clock);
         reject(error);
       };
       const timer: TimerHandle = clock.setTimeout(
@@ -222,11 +243,7 @@ export class Connection {
 
   close(): void {
     if (this.closed) return;
-    try {
-      this.ws.close(1000, 'client closing');
-    } catch {
-      // already closing
-    }
+    closeSocket(this.ws, this.clock, 1000, 'client closing');
     // Do not wait for the close handshake: the owner treats the connection as gone now.
     this.handleClosed();
     for (const p of this.pending.values()) p.reject(new ConnectionLostError(`connection to ${this.url} closed`));
