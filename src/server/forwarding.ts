@@ -15,6 +15,11 @@
 // is not answered UNAVAILABLE with the dead node as hint: the client would go to the dead
 // node, be refused, come back, and back off further each round, and so reach the new leader
 // long after it was elected.
+//
+// A request held that way whose client has gone (closed its connection: the SDK moved to
+// the new leader, or gave up at its deadline and withdrew the request there) is dropped,
+// never forwarded later: applied after the client's retry or withdrawal, it would queue or
+// grant a lock nobody waits for.
 import type { NodeId } from '../raft/index.js';
 import type { Request } from '../protocol/client-protocol.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
@@ -57,8 +62,9 @@ export class Forwarder {
     private readonly leaderWaitMs: number,
   ) {}
 
-  /** Send a request to the leader over the peer link and wait for its answer. */
-  async forward<R extends Request>(req: R, owner: string | null = null): Promise<Answer<R['op']>> {
+  /** Send a request to the leader over the peer link and wait for its answer. `gone`: its
+   *  client has left (a request held for a leader is then dropped, not forwarded). */
+  async forward<R extends Request>(req: R, owner: string | null = null, gone: () => boolean = () => false): Promise<Answer<R['op']>> {
     const { core } = this;
     let leader = core.leader();
     if (leader === core.id) {
@@ -66,10 +72,12 @@ export class Forwarder {
       // handing over): serving it here again would be refused again, forever (a loop of
       // promises that starves the event loop). Wait for another leader instead.
       await this.waitForLeader(this.leaderWaitMs, core.id);
+      if (gone()) return clientGone();
       leader = core.leader();
       if (leader === null || leader === core.id) return core.unavailable('this node is handing leadership over; retry');
     } else if (leader === null) {
       await this.waitForLeader(this.leaderWaitMs);
+      if (gone()) return clientGone();
       leader = core.leader();
       // Elected here while waiting: serve it here.
       if (leader === core.id) return core.handle(req, owner);
@@ -83,6 +91,7 @@ export class Forwarder {
       // No hint: the leader this node knows is the one it cannot reach.
       if (remaining <= 0) return fail('UNAVAILABLE', `no connection to leader ${leader}; retry`);
       await this.waitForLeader(Math.min(remaining, LINK_RETRY_MS), leader);
+      if (gone()) return clientGone();
       const next = core.leader();
       if (next === core.id) return core.handle(req, owner);
       if (next !== null) leader = next;
@@ -171,4 +180,9 @@ export class Forwarder {
       this.leaderWaiters.push(waiter);
     });
   }
+}
+
+/** The answer to a held request whose client has left: nobody reads it. */
+function clientGone(): Answer<never> {
+  return fail('UNAVAILABLE', 'the client left while the request waited for a leader; it was not forwarded');
 }

@@ -481,7 +481,7 @@ export class PalisadeNode {
 
   private onClientConnection(conn: ClientConnection): void {
     const gate = this.gate.open(conn);
-    const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => gate.showsEvent(e) && conn.send(e) };
+    const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => gate.showsEvent(e) && conn.send(e), isOpen: () => conn.isOpen };
     this.sinks.set(conn, sink);
     // The port's pre-authentication limits end once the gate knows who this is (at once
     // when auth is off; after a hello with a valid token when it is on).

@@ -95,12 +95,12 @@ export class RequestDispatcher {
         case 'status':
           return answer(req.op, this.core.status());
         case 'attach': {
-          const a = await this.keepAlive(req.session);
+          const a = await this.keepAlive(req.session, sink);
           if (a.ok && sink) this.core.subs.sessions.add(req.session, sink);
           return a;
         }
         case 'keepAlive':
-          return await this.keepAlive(req.session);
+          return await this.keepAlive(req.session, sink);
         case 'get':
           await this.linearizable();
           return answer(req.op, (() => { const l = this.core.machine().lock(req.name); return l ? wireLock(l) : freeLock(req.name); })());
@@ -137,14 +137,14 @@ export class RequestDispatcher {
         case 'snapshot':
           return await this.core.admin().serve(req);
         case 'openSession': {
-          const ans = await this.write(req, owner);
+          const ans = await this.write(req, owner, sink);
           // Events for a session go to the connections that carry it.
           if (sink && ans.ok) this.core.subs.sessions.add(ans.result.session, sink);
           return ans;
         }
         default: {
           if (!isWriteRequest(req)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
-          const ans = await this.write(req, owner);
+          const ans = await this.write(req, owner, sink);
           if (sink && ans.ok) {
             this.core.subs.sessions.add(req.session, sink);
             if (req.op === 'campaign') this.core.subs.elections.add(req.election, sink);
@@ -176,8 +176,8 @@ export class RequestDispatcher {
     await this.core.applied.wait(index, this.core.machine().appliedIndex);
   }
 
-  private async keepAlive(session: number): Promise<Answer<'keepAlive' | 'attach'>> {
-    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward({ id: 0, op: 'keepAlive', session });
+  private async keepAlive(session: number, sink: EventSink | null): Promise<Answer<'keepAlive' | 'attach'>> {
+    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink));
     const receivedAt = this.core.now();
     // Acknowledge only once a heartbeat round that started after the keepalive arrived
     // confirms we still lead; otherwise a deposed leader could extend a client's belief
@@ -193,8 +193,8 @@ export class RequestDispatcher {
     return answer('keepAlive', { ttlMs });
   }
 
-  private async write<R extends WriteRequest>(req: R, owner: string | null): Promise<Answer<R['op']>> {
-    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward(req, owner);
+  private async write<R extends WriteRequest>(req: R, owner: string | null, sink: EventSink | null): Promise<Answer<R['op']>> {
+    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward(req, owner, clientGone(sink));
     // Validate before proposing: a bad request is answered at once and never reaches the log.
     const cmd = validateCommand(commandFor(req, this.core.cfg.sessions.defaultTtlMs, Date.now(), owner), this.core.machineConfig);
     if (isMachineError(cmd)) return machineFail(cmd);
@@ -203,7 +203,7 @@ export class RequestDispatcher {
     if (overLimit) return fail(overLimit.code, overLimit.message);
     const r = this.core.raft().propose(encodeCommand(cmd, this.core.machineConfig));
     if (!r.ok) {
-      if (r.reason === 'notLeader') return this.core.forwarder().forward(req, owner);
+      if (r.reason === 'notLeader') return this.core.forwarder().forward(req, owner, clientGone(sink));
       return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
     }
     this.core.kick();
@@ -217,4 +217,10 @@ export class RequestDispatcher {
       throw e;
     }
   }
+}
+
+/** Whether the client that sent a request has left (its connection closed): a request a
+ *  follower holds for a leader is then dropped (forwarding.ts). */
+function clientGone(sink: EventSink | null): () => boolean {
+  return () => sink?.isOpen?.() === false;
 }

@@ -6,6 +6,8 @@ import type { ServerEvent } from '../protocol/client-protocol.js';
 export interface EventSink {
   readonly id: number;
   pushEvent(e: ServerEvent): void;
+  /** False once the client behind it has left; absent when the sink cannot tell. */
+  isOpen?(): boolean;
 }
 
 class Index<K> {

@@ -164,3 +164,34 @@ test('a handing-over leader with no successor in time answers UNAVAILABLE', asyn
   assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
   assert.equal(follower.handled.length, 0);
 });
+
+test('a request held for want of a link to the leader is dropped once its client has gone, not forwarded to the next leader', async () => {
+  const { follower, leader, third } = trio();
+  follower.unreachable.add('n2'); // n2 was killed; n1 holds the request for the next leader
+  let clientGone = false;
+  const pending = follower.fwd.forward(put, null, () => clientGone);
+  await new Promise((r) => setTimeout(r, 20));
+  // The client gave up on n1 (the SDK's scout moved it, or its deadline passed and it
+  // withdrew the request at the new leader): a forward now would apply it after that.
+  clientGone = true;
+  follower.leader = third.leader = 'n3';
+  follower.fwd.leaderKnown();
+  const ans = await pending;
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
+  assert.equal(leader.handled.length + third.handled.length, 0, 'never reached a leader');
+});
+
+test('a request waiting for a leader to be elected is dropped once its client has gone', async () => {
+  const { follower, leader } = pair();
+  follower.leader = null;
+  let clientGone = false;
+  const pending = follower.fwd.forward(put, null, () => clientGone);
+  clientGone = true;
+  follower.leader = 'n2';
+  follower.fwd.leaderKnown();
+  const ans = await pending;
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
+  assert.equal(leader.handled.length, 0, 'never reached the leader');
+});
