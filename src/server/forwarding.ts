@@ -11,7 +11,8 @@
 //
 // When the node has no link to the leader it knows (the leader was killed: its sockets
 // closed at once, but the election that replaces it takes an election timeout or two), the
-// request waits here for the next leader, or for the link to come back, and goes there. It
+// request waits here for the next leader, or for the link to come back, and goes there
+// (within the same bound as a wait for an election: both together take at most leaderWaitMs). It
 // is not answered UNAVAILABLE with the dead node as hint: the client would go to the dead
 // node, be refused, come back, and back off further each round, and so reach the new leader
 // long after it was elected.
@@ -66,6 +67,8 @@ export class Forwarder {
    *  client has left (a request held for a leader is then dropped, not forwarded). */
   async forward<R extends Request>(req: R, owner: string | null = null, gone: () => boolean = () => false): Promise<Answer<R['op']>> {
     const { core } = this;
+    // One bound for the whole hold: waiting for an election, then for a link to its winner.
+    const giveUpAt = Date.now() + this.leaderWaitMs;
     let leader = core.leader();
     if (leader === core.id) {
       // This node still leads but its own core refused the request (a removed leader
@@ -83,7 +86,6 @@ export class Forwarder {
       if (leader === core.id) return core.handle(req, owner);
       if (leader === null) return core.unavailable('no leader elected yet; retry');
     }
-    const giveUpAt = Date.now() + this.leaderWaitMs;
     for (;;) {
       const sent = this.send(leader, req, owner);
       if (sent) return sent;

@@ -24,7 +24,7 @@ function pair(timeoutMs = 200): { follower: Node; leader: Node } {
 }
 
 /** n1 a follower, n2 the leader, n3 another follower. */
-function trio(timeoutMs = 200): { follower: Node; leader: Node; third: Node } {
+function trio(timeoutMs = 200, leaderWaitMs = 100): { follower: Node; leader: Node; third: Node } {
   const nodes = new Map<string, Node>();
   const make = (id: string): Node => {
     const n: Node = { leader: null, handled: [], linked: true, unreachable: new Set(), answer: { ok: true, result: { served: id } } as unknown as Answer, fwd: null as unknown as Forwarder };
@@ -45,7 +45,7 @@ function trio(timeoutMs = 200): { follower: Node; leader: Node; third: Node } {
       unavailable: (message) => fail('UNAVAILABLE', message),
       removedBy: () => {},
     };
-    n.fwd = new Forwarder(core, timeoutMs, 100);
+    n.fwd = new Forwarder(core, timeoutMs, leaderWaitMs);
     nodes.set(id, n);
     return n;
   };
@@ -194,4 +194,20 @@ test('a request waiting for a leader to be elected is dropped once its client ha
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
   assert.equal(leader.handled.length, 0, 'never reached the leader');
+});
+
+test('a request is held for a leader at most leaderWaitMs in all: waiting for an election, then for a link, share one bound', async () => {
+  const { follower } = trio(200, 400);
+  follower.leader = null;
+  const started = performance.now();
+  const pending = follower.fwd.forward(put);
+  await new Promise((r) => setTimeout(r, 300));
+  // Elected: a leader the follower cannot reach (its link is still being dialed).
+  follower.unreachable.add('n2');
+  follower.leader = 'n2';
+  follower.fwd.leaderKnown();
+  const ans = await pending;
+  const elapsed = performance.now() - started;
+  assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
+  assert.ok(elapsed < 600, `held ${Math.round(elapsed)} ms with a bound of 400 ms`);
 });
