@@ -276,7 +276,10 @@ export class PalisadeNode {
     this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.storage.storageId, store: this.storage, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why)) });
     await this.identities.load();
     this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, now: this.now });
-    this.peers.on('peerUp', (peer: NodeId) => this.identities.onPeerUp(peer));
+    this.peers.on('peerUp', (peer: NodeId) => {
+      this.identities.onPeerUp(peer);
+      this.forwarder.linkUp(peer);
+    });
     this.peers.on('peerDown', (peer: NodeId) => this.identities.onPeerDown(peer));
     this.peers.on('raft', (from: NodeId, msgs: readonly Message[]) => {
       if (!this.identities.admits(from)) return; // its storage is not (yet) the one we know

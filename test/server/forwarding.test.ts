@@ -24,7 +24,7 @@ function pair(timeoutMs = 200): { follower: Node; leader: Node } {
 }
 
 /** n1 a follower, n2 the leader, n3 another follower. */
-function trio(timeoutMs = 200, leaderWaitMs = 100): { follower: Node; leader: Node; third: Node } {
+function trio(timeoutMs = 200, leaderWaitMs = 100, linkRetryMs?: number): { follower: Node; leader: Node; third: Node } {
   const nodes = new Map<string, Node>();
   const make = (id: string): Node => {
     const n: Node = { leader: null, handled: [], linked: true, unreachable: new Set(), answer: { ok: true, result: { served: id } } as unknown as Answer, fwd: null as unknown as Forwarder };
@@ -45,7 +45,7 @@ function trio(timeoutMs = 200, leaderWaitMs = 100): { follower: Node; leader: No
       unavailable: (message) => fail('UNAVAILABLE', message),
       removedBy: () => {},
     };
-    n.fwd = new Forwarder(core, timeoutMs, leaderWaitMs);
+    n.fwd = new Forwarder(core, timeoutMs, leaderWaitMs, linkRetryMs);
     nodes.set(id, n);
     return n;
   };
@@ -111,6 +111,35 @@ test('no link to the leader for a moment (its link is re-dialed): the request go
   setTimeout(() => (follower.linked = true), 30);
   assert.deepEqual(await pending, { ok: true, result: { served: 'n2' } });
   assert.equal(leader.handled.length, 1);
+});
+
+test('a request held for want of a link to the leader goes the moment the link is up, not at its next retry', async () => {
+  // A retry interval far longer than the test: only linkUp can send it in time.
+  const { follower, leader } = trio(200, 60_000, 60_000);
+  follower.linked = false;
+  const started = performance.now();
+  const pending = follower.fwd.forward(put);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(leader.handled.length, 0);
+  follower.linked = true;
+  follower.fwd.linkUp('n3'); // another peer's link: not the one it waits for
+  await new Promise((r) => setImmediate(r));
+  assert.equal(leader.handled.length, 0);
+  follower.fwd.linkUp('n2');
+  assert.deepEqual(await pending, { ok: true, result: { served: 'n2' } });
+  assert.ok(performance.now() - started < 30_000, 'waited for the retry instead of the link');
+});
+
+test('thousands of held requests all go to the next leader once it is elected', async () => {
+  const { follower, third } = trio(5_000, 60_000);
+  follower.unreachable.add('n2');
+  const pending = Array.from({ length: 5_000 }, (_, i) => follower.fwd.forward({ ...put, seq: i + 1 }));
+  await new Promise((r) => setTimeout(r, 120)); // a few link retries pass
+  follower.leader = third.leader = 'n3';
+  follower.fwd.leaderKnown();
+  const answers = await Promise.all(pending);
+  assert.ok(answers.every((a) => a.ok));
+  assert.equal(third.handled.length, 5_000);
 });
 
 test('with no leader known, a request waits for one and then goes to it', async () => {
