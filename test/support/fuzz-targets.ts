@@ -67,7 +67,7 @@ function mutate(root: unknown, pick: number, how: string, value: unknown, key: s
   // Collect the containers, choose one, then one of its keys.
   const containers: Record<string, unknown>[] = [];
   const walk = (x: unknown, depth: number): void => {
-    if (typeof x !== 'object' || x === null || x instanceof Uint8Array || depth > 8) return;
+    if (typeof x !== 'object' || x === null || ArrayBuffer.isView(x) || depth > 8) return;
     containers.push(x as Record<string, unknown>);
     for (const v of Object.values(x)) walk(v, depth + 1);
   };
@@ -76,9 +76,14 @@ function mutate(root: unknown, pick: number, how: string, value: unknown, key: s
   const c = containers[pick % containers.length]!;
   const keys = Object.keys(c);
   const k = keys.length ? keys[pick % keys.length]! : key;
-  if (how === 'remove') delete c[k];
-  else if (how === 'add') c[key] = value;
-  else c[k] = value;
+  try {
+    if (how === 'remove') delete c[k];
+    else if (how === 'add') c[key] = value;
+    else c[k] = value;
+  } catch {
+    // A mutation JavaScript refuses (an array's `length` set to a BigInt or to -1): that input
+    // cannot exist on the wire either; the generator keeps the value unmutated.
+  }
   return root;
 }
 
