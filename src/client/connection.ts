@@ -90,6 +90,7 @@ export class Connection {
   private readonly pending: Map<number, Pending>;
   private nextId: number;
   private closed = false;
+  private lostToNode = false;
   /** When the node last sent anything (liveness.ts watches it). */
   lastHeardAt: number;
 
@@ -115,8 +116,15 @@ export class Connection {
     return oldest;
   }
 
+  /** Closed by the node (or its host: killed, crashed) or given up as silent, rather than
+   *  closed by this side to move elsewhere. */
+  get lost(): boolean {
+    return this.lostToNode;
+  }
+
   /** Ends the connection because the node went silent: whatever is in flight fails over. */
   abandonSilent(reason: string): void {
+    if (!this.closed) this.lostToNode = true;
     for (const p of this.pending.values()) p.reject(new ConnectionLostError(reason));
     this.pending.clear();
     this.close();
@@ -181,7 +189,7 @@ export class Connection {
         if (typeof message === 'string' && message) socketError = `: ${message}`;
       });
       ws.addEventListener('close', () => {
-        if (connection) connection.handleClosed();
+        if (connection) connection.handleClosed(true);
         else fail(new ConnectionLostError(`connection to ${url} closed during hello${socketError}`));
         for (const p of pending.values()) p.reject(new ConnectionLostError(`connection to ${url} closed`));
         pending.clear();
@@ -250,9 +258,11 @@ export class Connection {
     this.pending.clear();
   }
 
-  private handleClosed(): void {
+  /** `byNode`: the socket closed without this side having closed it. */
+  private handleClosed(byNode = false): void {
     if (this.closed) return;
     this.closed = true;
+    if (byNode) this.lostToNode = true;
     this.onClose();
   }
 }

@@ -8,6 +8,7 @@ import { DeadlineReached, sleep, waitFor } from './wait.js';
 import { attemptTimeoutFor, livenessFor, watchLiveness } from './liveness.js';
 import { Connection, ConnectionLostError, type ConnectionOptions, type RequestBody, type WebSocketConstructor } from './connection.js';
 import { scoutFor, scoutWhenLate } from './scout.js';
+import { cooldownFor, EndpointCooldown } from './cooldown.js';
 import {
   ClientClosedError,
   errorFromWire,
@@ -80,6 +81,8 @@ export class ClusterLink {
   private readonly stopping = new AbortController();
   /** Endpoints that refused a connection outright (nobody listens) since the last success. */
   private readonly refused = new Set<string>();
+  /** Endpoints that failed lately, set aside while others have not (cooldown.ts). */
+  private readonly cooldown: EndpointCooldown;
   private everConnected = false;
   /** Set when every endpoint refused before any connection (failWhenAllRefuse): callers get it. */
   private allRefused: UnavailableError | null = null;
@@ -89,6 +92,7 @@ export class ClusterLink {
     this.options = options;
     this.hooks = hooks;
     this.clock = options.clock;
+    this.cooldown = new EndpointCooldown(options.clock);
     this.endpoints = [...new Set(options.endpoints)];
     this.cursor = Math.floor(options.random() * this.endpoints.length);
   }
@@ -255,7 +259,11 @@ export class ClusterLink {
       this.lastHello = connection.hello;
       this.learnMembers(connection.hello);
       const leaderUrl = this.leaderUrl(connection.hello);
-      if (this.options.preferLeader && !redirectedToLeader && leaderUrl !== null && leaderUrl !== url) {
+      // A leader that just failed us (the node we lost, or one that refused) is named by a
+      // follower that has not noticed yet: staying here is better, as this node holds the
+      // request until the next leader is elected and forwards it there.
+      const leaderUsable = leaderUrl !== null && leaderUrl !== url && !this.cooldown.isCooling(leaderUrl);
+      if (this.options.preferLeader && !redirectedToLeader && leaderUsable) {
         // Once per round: a stale hello must not bounce the client between nodes.
         redirectedToLeader = true;
         this.preferEndpoint(leaderUrl);
@@ -265,8 +273,10 @@ export class ClusterLink {
       connection.onEvent = (event) => this.hooks.onEvent(event);
       const unwatch = watchLiveness(connection, this.clock, livenessFor(connection.hello));
       const unscout = scoutWhenLate(connection, this.clock, scoutFor(connection.hello), {
-        others: () => this.endpoints.filter((u) => u !== url),
-        dial: (other, timeoutMs) => Connection.open(other, this.connectionOptions(timeoutMs)),
+        // A node that failed lately is not asked again each round: it is down, not leading
+        // elsewhere, until its time is up.
+        others: () => this.endpoints.filter((u) => u !== url && !this.cooldown.isCooling(u)),
+        dial: (other, timeoutMs) => this.open(other, this.connectionOptions(timeoutMs)),
         found: (leader) => {
           this.preferEndpoint(leader);
           connection.close();
@@ -307,6 +317,8 @@ export class ClusterLink {
     const lateMs = livenessFor(this.lastHello).silentAfterMs;
     const options = this.connectionOptions(this.options.connectTimeoutMs);
     const tried = new Set<string>();
+    // When every endpoint failed lately, none is set aside (this dial came after a backoff).
+    const everyCooling = this.endpoints.every((u) => this.cooldown.isCooling(u));
     let dialing = 0;
     return waitFor<Connection>({ clock: this.clock, deadline: Infinity, signal: this.stopping.signal }, (resolve, reject) => {
       let timer: TimerHandle | undefined;
@@ -314,11 +326,11 @@ export class ClusterLink {
       const next = (): void => {
         timer = undefined;
         if (done) return;
-        const url = this.untried(tried);
-        if (url === null) return; // every endpoint is being tried
+        const url = this.untried(tried, everyCooling);
+        if (url === null) return; // every endpoint is being tried, or set aside
         tried.add(url);
         dialing++;
-        Connection.open(url, options).then(
+        this.open(url, options).then(
           (connection) => {
             dialing--;
             if (done) return connection.close();
@@ -335,6 +347,7 @@ export class ClusterLink {
             }
             // Refused (a killed node, often the leader a stale hello or hint named): the
             // next endpoint now, rather than after a backoff that grows with every such round.
+            // (Ones set aside are not dialed in this round: they wait for the next, after a backoff.)
             if (tried.size < this.endpoints.length) {
               if (timer !== undefined) this.clock.clearTimeout(timer);
               next();
@@ -353,6 +366,18 @@ export class ClusterLink {
         if (timer !== undefined) this.clock.clearTimeout(timer);
       };
     });
+  }
+
+  /** Opens a connection, noting whether the node is up (cooldown.ts). */
+  private async open(url: string, options: ConnectionOptions): Promise<Connection> {
+    try {
+      const connection = await Connection.open(url, options);
+      this.cooldown.succeeded(url);
+      return connection;
+    } catch (e) {
+      if (!(e instanceof PalisadeError)) this.cooldown.failed(url, cooldownFor(this.lastHello));
+      throw e;
+    }
   }
 
   private connectionOptions(connectTimeoutMs: number): ConnectionOptions {
@@ -390,6 +415,7 @@ export class ClusterLink {
     if (this.current !== connection) return;
     this.current = null;
     this.failures++;
+    if (connection.lost) this.cooldown.failed(connection.url, cooldownFor(this.lastHello));
     // It failed us: unless a node named where to go, try the others before it again.
     if (this.preferredUrl === null && this.endpoints[this.cursor % this.endpoints.length] === connection.url) {
       this.cursor = (this.cursor + 1) % this.endpoints.length;
@@ -405,29 +431,28 @@ export class ClusterLink {
     return base * (0.5 + 0.5 * this.options.random());
   }
 
-  /** The next endpoint in turn that is not in `tried`; null when every one is. */
-  private untried(tried: ReadonlySet<string>): string | null {
-    for (let i = 0; i <= this.endpoints.length; i++) {
-      const url = this.nextEndpoint();
-      if (!tried.has(url)) return url;
+  /**
+   * The next endpoint in turn that is not in `tried` nor set aside (unless `everyCooling`:
+   * then none is); null when there is none.
+   */
+  private untried(tried: ReadonlySet<string>, everyCooling: boolean): string | null {
+    const usable = (url: string): boolean => !tried.has(url) && (everyCooling || !this.cooldown.isCooling(url));
+    const preferred = this.preferredUrl;
+    this.preferredUrl = null;
+    if (preferred !== null && usable(preferred)) return preferred;
+    for (let i = 0; i < this.endpoints.length; i++) {
+      const url = this.endpoints[this.cursor % this.endpoints.length]!;
+      this.cursor = (this.cursor + 1) % this.endpoints.length;
+      if (usable(url)) return url;
     }
     return null;
   }
 
-  private nextEndpoint(): string {
-    if (this.preferredUrl !== null) {
-      const url = this.preferredUrl;
-      this.preferredUrl = null;
-      return url;
-    }
-    const url = this.endpoints[this.cursor % this.endpoints.length]!;
-    this.cursor = (this.cursor + 1) % this.endpoints.length;
-    return url;
-  }
-
+  /** Where to connect next. A hint naming a node that just failed us is stale (the node
+   *  giving it has not noticed yet): it is not followed. */
   private preferEndpoint(url: string): void {
-    this.preferredUrl = url;
     if (!this.endpoints.includes(url)) this.endpoints.push(url);
+    if (!this.cooldown.isCooling(url)) this.preferredUrl = url;
   }
 
   /** A node's member list names nodes the caller may not have listed: fail over to them too. */

@@ -2,8 +2,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockClient, UnauthenticatedError, UnavailableError } from '../../src/client/index.js';
-import { err, FakeCluster, type Answer } from './fake-cluster.js';
-import { until } from './fake-clock.js';
+import WebSocket from 'ws';
+import { err, FakeCluster, type Answer, type FakeNode } from './fake-cluster.js';
+import { FakeClock, settle, until } from './fake-clock.js';
 
 test('a request whose answer is lost with the connection is retried with the same seq on another node', async (t) => {
   const cluster = await FakeCluster.forTest(t, 2);
@@ -151,4 +152,51 @@ test('INTERNAL is retried a few times with the same seq, then surfaced', async (
   assert.ok(puts.every((p) => p.seq === puts[0]!.seq));
   cluster.nodes[0]!.intercept = (req) => (req.op === 'put' ? err('INTERNAL', 'bug') : undefined);
   await assert.rejects(client.put('k2', 'v'), { name: 'PalisadeError', code: 'INTERNAL' });
+});
+
+test('a killed leader is not dialed again while a follower holds the request: not for a stale hello, nor by the scout', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 3);
+  const [n1, n2, n3] = cluster.nodes as [FakeNode, FakeNode, FakeNode];
+  const members = cluster.nodes.map((n) => ({ id: n.id, clientUrl: n.url }));
+  const hello = (n: FakeNode): Answer => ({ ok: true, result: { nodeId: n.id, clusterId: 'test', leader: 'n1', members } });
+  for (const n of cluster.nodes) n.intercept = (req) => (req.op === 'hello' ? hello(n) : undefined);
+  const dials: string[] = [];
+  class CountingWebSocket extends WebSocket {
+    constructor(url: string) {
+      super(url);
+      dials.push(url);
+    }
+  }
+  const clock = new FakeClock();
+  const client = await cluster.client({ endpoints: [n1.url], clock, WebSocket: CountingWebSocket });
+  assert.equal(client.connectedUrl, n1.url);
+  await n1.stop();
+  // The followers have not noticed yet: their hellos still name n1, they know no leader when
+  // asked (so the scout asks around every 100 ms), and they hold the put for the next leader.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  for (const n of [n2, n3]) {
+    n.intercept = async (req) => {
+      if (req.op === 'hello') return hello(n);
+      if (req.op === 'status') return { ok: true, result: { id: n.id, role: 'follower', term: 1, leader: null, commitIndex: 0, appliedIndex: 0, members: [], pid: 0 } };
+      if (req.op === 'put') await held;
+      return undefined;
+    };
+  }
+  const before = dials.length;
+  const put = client.put('k', 'v');
+  await until(() => cluster.requests('put').length === 1, 'the put reaches a follower');
+  // Half a second on the SDK's clock (an election's worth, less than the two election
+  // timeouts n1 is set aside for): five scout rounds at least.
+  for (let i = 0; i < 10; i++) {
+    clock.advance(50);
+    await settle(10);
+  }
+  const other = cluster.log.find((e) => e.req.op === 'put')!.node === 'n2' ? 'n3' : 'n2';
+  assert.ok(cluster.requests('status', other).length > 0, 'the scout asked the other follower');
+  release();
+  await put;
+  assert.deepEqual(dials.slice(before).filter((u) => u === n1.url), [], 'the dead leader was not dialed again');
+  assert.notEqual(client.connectedUrl, n1.url);
+  assert.equal(cluster.requests('put').length, 1, 'served where it was held');
 });
