@@ -25,6 +25,7 @@ import { WebSocket, type RawData } from 'ws';
 import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from '../protocol/client-protocol.js';
 import { FrameError, decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
+import { AddressBench } from './address-bench.js';
 import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
@@ -317,6 +318,7 @@ export class ClientServer {
   private nextId = 1;
   private readonly internals: ClientServerInternals;
   private readonly maxConnectionsPerAddress: number;
+  private readonly bench = new AddressBench();
 
   constructor(private readonly options: ClientServerOptions) {
     const requestsPerSecond = options.requestsPerSecond ?? 0;
@@ -356,6 +358,7 @@ export class ClientServer {
         // Raw TCP connections count too (they are cut after HTTP_HEADERS_TIMEOUT_MS if they
         // never upgrade); the slack lets an upgrade over the websocket cap be told 1013.
         maxSocketsPerAddress: this.maxConnectionsPerAddress + SOCKET_SLACK_PER_ADDRESS,
+        bench: this.bench,
       },
       (ws, req) => this.accept(ws, req.socket),
     );
@@ -419,6 +422,12 @@ export class ClientServer {
       this.internals.log.error({ err, conn: conn.id }, 'onConnection handler threw; closing the connection');
       closeGracefully(ws, 1011, 'internal error');
     }
+  }
+
+  /** New connections from `remote` are destroyed on arrival for the next `ms` (the HTTP
+   *  API's answer to a client pipelining past its bound; see AddressBench). */
+  benchAddress(remote: string, ms: number): void {
+    this.bench.bench(remote, ms);
   }
 
   /**

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
+import type { AddressBench } from './address-bench.js';
 import type { Logger } from 'pino';
 import { WebSocketServer, type ClientOptions, type WebSocket } from 'ws';
 
@@ -77,6 +78,8 @@ export interface WsListenOptions {
   /** TCP connections open at once from one address, upgraded or not; more are destroyed
    *  as they arrive. Default unlimited. */
   readonly maxSocketsPerAddress?: number;
+  /** Addresses whose new connections are destroyed as they arrive, for a while. */
+  readonly bench?: AddressBench;
 }
 
 /** A connection must have sent its whole HTTP request (the websocket upgrade) within these;
@@ -115,6 +118,34 @@ export function capSocketsPerAddress(server: HttpServer, max: number): void {
   });
 }
 
+/**
+ * When a connection closes, Node aborts every request it parsed and has not answered with
+ * an Error of its own, whose stack is captured and then formatted (stream destroy reads
+ * err.stack): ~25 µs each. A client that pipelines thousands of requests and hangs up makes
+ * that one long turn of the event loop (abortIncoming was 1.8 s of the leader's 7.6 s busy
+ * under test/security/http-flood.test.ts). Those errors are never shown to anyone (a request
+ * without a reader has nobody to tell), so they are made without a stack: the limit is 0
+ * only while Node's own close handler runs (our listeners go on either side of it).
+ */
+export function stacklessAborts(server: HttpServer): void {
+  // Hooked on a connection's first request ('connection' is the raw socket under TLS, not
+  // the one Node's HTTP code listens on); upgrades have no unanswered requests to abort.
+  const hooked = new WeakSet<Socket>();
+  server.on('request', (req: IncomingMessage) => {
+    const socket = req.socket;
+    if (hooked.has(socket)) return;
+    hooked.add(socket);
+    let saved = Error.stackTraceLimit;
+    socket.prependListener('close', () => {
+      saved = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
+    });
+    socket.on('close', () => {
+      Error.stackTraceLimit = saved;
+    });
+  });
+}
+
 /** A ws server on its own HTTP(S) server; close() stops both. */
 export interface WsListener {
   readonly wss: WebSocketServer;
@@ -139,6 +170,9 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
     : createHttpServer({ connectionsCheckingInterval: CHECK_INTERVAL_MS });
   boundHttpTimes(server);
   capSocketsPerAddress(server, opts.maxSocketsPerAddress ?? Infinity);
+  const bench = opts.bench;
+  if (bench) server.on('connection', (socket: Socket) => void (bench.benched(socket.remoteAddress ?? 'unknown') && socket.destroy()));
+  stacklessAborts(server);
   const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
   // Without an HTTP handler only WebSocket upgrades are served; a plain request is told so.
   server.on('request', (req, res) => {

@@ -18,14 +18,26 @@ import { ApiError, sendError, sendJson } from './errors.js';
 import { toJsonTokens } from './json-wire.js';
 import { acquireWithWait } from './long-poll.js';
 import { serveStream } from './streams.js';
+import { TurnBudget } from './turn-budget.js';
 import { API_PREFIX, OPENAPI_PATH, findRoute, waitMsOf, type Input } from './routes.js';
 
 /** The OpenAPI document, shipped in web/ (same relative path from src/ and dist/). */
 export const OPENAPI_FILE = new URL('../../../web/openapi.json', import.meta.url);
 
 /** Requests worked on at once per HTTP connection. HTTP/1.1 answers in order, so a client
- *  gains nothing by pipelining more; each costs the node its request, gate and read. */
+ *  gains nothing by pipelining more; each costs the node its request, gate and read. The
+ *  next one is answered 429 and the connection closed after it (HttpApi.refuse). */
 export const MAX_IN_FLIGHT = 64;
+
+/** Requests begun per turn of the event loop, on the turns after the one they were parsed
+ *  in. The first steps of a request (gate, hello, validation, the read or proposal) run as
+ *  microtasks of the turn it begins in, so 640 requests parsed at once (a few pipelined
+ *  connections) held the loop ~250 ms in one go, and the Raft timers with it. */
+export const STARTS_PER_TURN = 32;
+
+/** How long an address that pipelined past MAX_IN_FLIGHT has its new connections refused:
+ *  the Retry-After of its 429. */
+export const BENCH_MS = 1_000;
 
 export interface HttpApiOptions {
   readonly node: ApiNode;
@@ -34,43 +46,119 @@ export interface HttpApiOptions {
   /** Takes a connection slot of `remote`'s address for an event stream or a long poll
    *  (ClientServer.holdAddressSlot): its release, or null when the address has none left. */
   readonly holdSlot?: (remote: string) => (() => void) | null;
+  /** Refuses `remote`'s new connections for `ms` (ClientServer.benchAddress). */
+  readonly bench?: (remote: string, ms: number) => void;
 }
 
 export class HttpApi {
   /** One token bucket per TCP connection, like one per websocket connection. */
   private readonly buckets = new WeakMap<Socket, TokenBucket>();
+  /** Requests being worked on, per connection (pipelined ones included). */
+  private readonly inFlight = new WeakMap<Socket, number>();
+  /** Connections answered a last time (a refusal, or an answer before the body was read):
+   *  what they pipelined after it is not worked on, and they are not read further. */
+  private readonly closing = new WeakSet<Socket>();
+  /** Connections refused (a 429), with their refusal. */
+  private readonly refused = new WeakMap<Socket, Refusal>();
+  /** Connections whose unread body is being drained before they are closed. */
+  private readonly draining = new WeakSet<Socket>();
+  private readonly rateRefusal: Refusal;
+  private readonly inFlightRefusal: Refusal;
+  private readonly starts = new TurnBudget(STARTS_PER_TURN);
   private readonly log: Logger;
 
   constructor(private readonly opts: HttpApiOptions) {
     this.log = opts.logger.child({ component: 'http-api' });
+    const rps = opts.limits.requestsPerSecond;
+    this.rateRefusal = refusal('RATE_LIMITED', `more than ${rps} requests per second on this connection; back off and retry on a new connection`);
+    this.inFlightRefusal = refusal('LIMIT_EXCEEDED', `more than ${MAX_IN_FLIGHT} requests in flight on this connection; wait for answers before sending more`);
   }
-
-  /** Requests being worked on, per connection (pipelined ones included). */
-  private readonly inFlight = new WeakMap<Socket, number>();
 
   /** The client port's handler for plain HTTP requests. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const socket = req.socket;
+    // Requests a connection pipelined after its last answer: never answered (that answer
+    // says `Connection: close`), and the socket is read no further. Node parses the rest of
+    // the chunk it holds, no more.
+    if (this.closing.has(socket)) return void (socket.isPaused() || socket.pause());
+    // The refusals come first and cost no parsing, no URL, no promise: a flood of requests
+    // past either bound is what they are for.
     const busy = this.inFlight.get(socket) ?? 0;
+    if (busy >= MAX_IN_FLIGHT) {
+      // Pipelining this far ahead is no client's normal use; its address may connect again
+      // when its Retry-After is over, not at once to have another read parsed.
+      if (!this.refused.has(socket)) this.opts.bench?.(socket.remoteAddress ?? 'unknown', BENCH_MS);
+      return this.refuse(socket, res, this.inFlightRefusal);
+    }
+    if (!this.takeToken(socket)) return this.refuse(socket, res, this.rateRefusal);
     this.inFlight.set(socket, busy + 1);
-    const work = busy >= MAX_IN_FLIGHT ? Promise.reject(new ApiError(429, 'LIMIT_EXCEEDED', `more than ${MAX_IN_FLIGHT} requests in flight on this connection; wait for answers before sending more`, { 'retry-after': '1' })) : this.serve(req, res);
-    work.catch((e: unknown) => {
-      if (!req.complete) closeUnreadBody(req, res, this.opts.limits.maxFrameBytes);
-      if (e instanceof ApiError) return sendError(res, { code: e.code, message: e.message }, e.status, e.headers);
-      this.log.error({ err: e, url: req.url?.slice(0, 200) }, 'http api request failed');
-      if (!res.headersSent) sendError(res, { code: 'INTERNAL', message: 'internal error' });
-      else res.destroy();
-    }).finally(() => this.inFlight.set(socket, (this.inFlight.get(socket) ?? 1) - 1));
+    this.starts.run(() => this.work(req, res));
   };
+
+  private work(req: IncomingMessage, res: ServerResponse): void {
+    const socket = req.socket;
+    const done = (): void => void this.inFlight.set(socket, (this.inFlight.get(socket) ?? 1) - 1);
+    // Its client left while it waited for a turn: nobody to answer.
+    if (socket.destroyed) return done();
+    // Its connection was refused while it waited: it is not worked on either. The first such
+    // answer is the connection's last (it says `Connection: close`): requests pipelined past
+    // a bound in one read are all refused before any begins, so the connection is answered
+    // one 429 and closed at once, and what Node parsed from that read (hundreds of requests
+    // from one 64 KiB read) dies sooner. Kept until 64 answers were worked out, it outlived
+    // the young generation: 30 -> 157 MB of heap under the pipelined reads of
+    // test/security/http-flood.test.ts alone, scavenges of up to 250 ms.
+    const refused = this.refused.get(socket);
+    if (refused) {
+      res.writeHead(429, refused.headers);
+      res.end(refused.body);
+      return done();
+    }
+    this.serve(req, res)
+      .catch((e: unknown) => {
+        // An answer before the body was read is the connection's last (closeUnread).
+        const last = !req.complete;
+        if (last) this.closeUnread(req, res);
+        if (e instanceof ApiError) return sendError(res, { code: e.code, message: e.message }, e.status, last ? { ...e.headers, connection: 'close' } : e.headers);
+        this.log.error({ err: e, url: req.url?.slice(0, 200) }, 'http api request failed');
+        if (!res.headersSent) sendError(res, { code: 'INTERNAL', message: 'internal error' }, undefined, last ? { connection: 'close' } : {});
+        else res.destroy();
+      })
+      .finally(done);
+  }
+
+  /**
+   * One 429, and the connection is closed once it is written (after the answers owed before
+   * it: HTTP/1.1 answers in order); until then the socket is not read, so a client that
+   * pipelines thousands of requests past a bound costs the node the one read it had taken
+   * (28,302 429s, one parsed request and one answer each, in 6 s before this). The answer is
+   * the same bytes every time. A client that is merely too fast reconnects, as after any
+   * `Connection: close`, and its new connection gets a fresh bucket.
+   */
+  private refuse(socket: Socket, res: ServerResponse, r: Refusal): void {
+    this.closing.add(socket);
+    this.refused.set(socket, r);
+    socket.pause();
+    res.writeHead(429, r.headers);
+    res.end(r.body);
+  }
+
+  /**
+   * After this answer (it says `Connection: close`) the connection is closed, and nothing
+   * pipelined after it is worked on. When the request's body is still arriving, the rest is
+   * drained (once per connection) rather than reset (see drainThenClose).
+   */
+  private closeUnread(req: IncomingMessage, res: ServerResponse): void {
+    const socket = req.socket;
+    this.closing.add(socket);
+    if (req.complete || this.draining.has(socket)) return;
+    this.draining.add(socket);
+    res.once('finish', () => drainThenClose(socket, this.opts.limits.maxFrameBytes));
+  }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = requestUrl(req.url ?? '/');
     const method = req.method ?? 'GET';
     if ((method === 'GET' || method === 'HEAD') && hasBody(req)) throw new ApiError(400, 'BAD_FRAME', `${method} takes no body (its fields go in the query string)`);
-    if (!this.takeToken(req.socket)) {
-      const rps = this.opts.limits.requestsPerSecond;
-      throw new ApiError(429, 'RATE_LIMITED', `more than ${rps} requests per second on this connection; back off and retry`, { 'retry-after': '1' });
-    }
     if (url.pathname === OPENAPI_PATH) {
       if (method !== 'GET') throw new ApiError(405, 'UNKNOWN_OP', `${OPENAPI_PATH} takes GET`, { allow: 'GET' });
       const doc = await readFile(OPENAPI_FILE);
@@ -87,6 +175,7 @@ export class HttpApi {
     const token = bearerToken(req.headers.authorization);
     const hello = await this.opts.node.serve(gate, { id: 0, op: 'hello', version: PROTOCOL_VERSION, ...(token !== undefined ? { token } : {}) }, null);
     if (!hello.ok) {
+      this.closeUnread(req, res); // its answer closes the connection: what follows it is not worked on
       const message = token === undefined ? 'this cluster requires a token: send "Authorization: Bearer <token>"' : 'the token was not accepted';
       return sendError(res, { code: hello.error.code, message }, undefined, { 'www-authenticate': 'Bearer', connection: 'close' });
     }
@@ -135,23 +224,44 @@ function bearerToken(header: string | undefined): string | undefined {
 const LINGER_MS = 1_000;
 
 /**
- * A request answered before its body was read: Node drains the rest to reuse the
- * connection, which a client can make last the whole request deadline (gigabytes on a fast
- * link). The rest is drained for at most LINGER_MS or `maxBytes` after the answer, then
- * the connection is cut; closing at once would reset it and could lose the answer.
+ * A connection answered before its request's body was read. Node half-closes it after the
+ * `Connection: close` answer and destroys it as soon as the FIN is out; with the client's
+ * body still arriving that is a reset, which can lose the answer before the client reads it
+ * (an HTTP client writing a body reads the answer only then). Draining the rest instead, as
+ * Node would for a keep-alive connection, lets a client make that last the whole request
+ * deadline (6.5 GB in 10 s on loopback). So the rest is read and dropped for at most
+ * LINGER_MS or `maxBytes`, then the connection is cut.
  */
-function closeUnreadBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
-  res.once('finish', () => {
-    const socket = req.socket;
-    if (req.complete || socket.destroyed) return;
-    let drained = 0;
-    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-    socket.once('close', () => clearTimeout(timer));
-    socket.on('data', (chunk: Buffer) => {
-      drained += chunk.length;
-      if (drained > maxBytes) socket.destroy();
-    });
+function drainThenClose(socket: Socket, maxBytes: number): void {
+  if (socket.destroyed) return;
+  socket.removeListener('finish', socket.destroy); // Node's destroySoon: cut once the FIN is out
+  if (!socket.writableEnded) socket.end();
+  let drained = 0;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  socket.once('close', () => clearTimeout(timer));
+  socket.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > maxBytes) socket.destroy();
   });
+}
+
+/** A refusal's answer, built once: the same bytes for every request it refuses. */
+interface Refusal {
+  readonly headers: Readonly<Record<string, string | number>>;
+  readonly body: Buffer;
+}
+
+function refusal(code: 'RATE_LIMITED' | 'LIMIT_EXCEEDED', message: string): Refusal {
+  const body = Buffer.from(JSON.stringify({ error: { code, message } }));
+  const headers = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': body.length,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'retry-after': '1',
+    connection: 'close',
+  };
+  return { headers: Object.freeze(headers), body };
 }
 
 /** Whether the request says a body follows (a Content-Length above 0, or chunked). */
