@@ -25,7 +25,7 @@ import { WebSocket, type RawData } from 'ws';
 import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from '../protocol/client-protocol.js';
 import { FrameError, decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
-import { AddressBench } from './address-bench.js';
+import { AddressCoolOff } from './address-cooloff.js';
 import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
@@ -318,7 +318,7 @@ export class ClientServer {
   private nextId = 1;
   private readonly internals: ClientServerInternals;
   private readonly maxConnectionsPerAddress: number;
-  private readonly bench = new AddressBench();
+  private readonly coolOff = new AddressCoolOff();
 
   constructor(private readonly options: ClientServerOptions) {
     const requestsPerSecond = options.requestsPerSecond ?? 0;
@@ -358,7 +358,7 @@ export class ClientServer {
         // Raw TCP connections count too (they are cut after HTTP_HEADERS_TIMEOUT_MS if they
         // never upgrade); the slack lets an upgrade over the websocket cap be told 1013.
         maxSocketsPerAddress: this.maxConnectionsPerAddress + SOCKET_SLACK_PER_ADDRESS,
-        bench: this.bench,
+        coolOff: this.coolOff,
       },
       (ws, req) => this.accept(ws, req.socket),
     );
@@ -425,9 +425,9 @@ export class ClientServer {
   }
 
   /** New connections from `remote` are destroyed on arrival for the next `ms` (the HTTP
-   *  API's answer to a client pipelining past its bound; see AddressBench). */
-  benchAddress(remote: string, ms: number): void {
-    this.bench.bench(remote, ms);
+   *  API's answer to a client pipelining past its bound; see AddressCoolOff). */
+  coolOffAddress(remote: string, ms: number): void {
+    this.coolOff.coolOff(remote, ms);
   }
 
   /**

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import type { AddressBench } from './address-bench.js';
+import type { AddressCoolOff } from './address-cooloff.js';
 import type { Logger } from 'pino';
 import { WebSocketServer, type ClientOptions, type WebSocket } from 'ws';
 
@@ -79,7 +79,7 @@ export interface WsListenOptions {
    *  as they arrive. Default unlimited. */
   readonly maxSocketsPerAddress?: number;
   /** Addresses whose new connections are destroyed as they arrive, for a while. */
-  readonly bench?: AddressBench;
+  readonly coolOff?: AddressCoolOff;
 }
 
 /** A connection must have sent its whole HTTP request (the websocket upgrade) within these;
@@ -136,13 +136,17 @@ export function stacklessAborts(server: HttpServer): void {
     if (hooked.has(socket)) return;
     hooked.add(socket);
     let saved = Error.stackTraceLimit;
+    const restore = (): void => {
+      Error.stackTraceLimit = saved;
+    };
     socket.prependListener('close', () => {
       saved = Error.stackTraceLimit;
       Error.stackTraceLimit = 0;
+      // Also after this emit, in case a listener between the two throws: stacks must not
+      // stay off for the whole process.
+      queueMicrotask(restore);
     });
-    socket.on('close', () => {
-      Error.stackTraceLimit = saved;
-    });
+    socket.on('close', restore);
   });
 }
 
@@ -170,8 +174,8 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
     : createHttpServer({ connectionsCheckingInterval: CHECK_INTERVAL_MS });
   boundHttpTimes(server);
   capSocketsPerAddress(server, opts.maxSocketsPerAddress ?? Infinity);
-  const bench = opts.bench;
-  if (bench) server.on('connection', (socket: Socket) => void (bench.benched(socket.remoteAddress ?? 'unknown') && socket.destroy()));
+  const coolOff = opts.coolOff;
+  if (coolOff) server.on('connection', (socket: Socket) => void (coolOff.isCoolingOff(socket.remoteAddress ?? 'unknown') && socket.destroy()));
   stacklessAborts(server);
   const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
   // Without an HTTP handler only WebSocket upgrades are served; a plain request is told so.

@@ -37,7 +37,7 @@ export const STARTS_PER_TURN = 32;
 
 /** How long an address that pipelined past MAX_IN_FLIGHT has its new connections refused:
  *  the Retry-After of its 429. */
-export const BENCH_MS = 1_000;
+export const COOL_OFF_MS = 1_000;
 
 export interface HttpApiOptions {
   readonly node: ApiNode;
@@ -46,8 +46,8 @@ export interface HttpApiOptions {
   /** Takes a connection slot of `remote`'s address for an event stream or a long poll
    *  (ClientServer.holdAddressSlot): its release, or null when the address has none left. */
   readonly holdSlot?: (remote: string) => (() => void) | null;
-  /** Refuses `remote`'s new connections for `ms` (ClientServer.benchAddress). */
-  readonly bench?: (remote: string, ms: number) => void;
+  /** Refuses `remote`'s new connections for `ms` (ClientServer.coolOffAddress). */
+  readonly coolOff?: (remote: string, ms: number) => void;
 }
 
 export class HttpApi {
@@ -87,7 +87,7 @@ export class HttpApi {
     if (busy >= MAX_IN_FLIGHT) {
       // Pipelining this far ahead is no client's normal use; its address may connect again
       // when its Retry-After is over, not at once to have another read parsed.
-      if (!this.refused.has(socket)) this.opts.bench?.(socket.remoteAddress ?? 'unknown', BENCH_MS);
+      if (!this.refused.has(socket)) this.opts.coolOff?.(socket.remoteAddress ?? 'unknown', COOL_OFF_MS);
       return this.refuse(socket, res, this.inFlightRefusal);
     }
     if (!this.takeToken(socket)) return this.refuse(socket, res, this.rateRefusal);
