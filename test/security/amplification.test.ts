@@ -1,3 +1,5 @@
+// @solo: runs alone after the other tests (scripts/run-tests.mjs): it floods a leader and
+// asserts that the leader keeps its term, which needs the machine's cores to itself.
 // Decode amplification, against a real 3-node cluster with auth on: a separate process
 // (flood.ts) pushes megabytes of the frames that cost a decoder most per byte (arrays of
 // empty maps) at the leader's client port before hello, at its peer port before the

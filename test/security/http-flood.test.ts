@@ -1,3 +1,5 @@
+// @solo: runs alone after the other tests (scripts/run-tests.mjs): it floods a leader and
+// asserts that the leader keeps its term, which needs the machine's cores to itself.
 // The HTTP/JSON API under a flood from one address, against a real 3-node cluster with auth
 // on (default limits): a separate process (http-flood.ts) sends 1 GB bodies without a token,
 // slow-loris headers, event streams and long polls pipelined far past the per-address cap,
