@@ -28,7 +28,7 @@ import {
   encodeSnapshotRecord,
   type Identity,
 } from './records.js';
-import { readWatermark, sameMark, WatermarkFile, type Watermark } from './watermark.js';
+import { readWatermark, sameMark, WatermarkFile, type MarkDurability, type Watermark } from './watermark.js';
 import { copyAside, dropCopy, explainLevelError } from './preopen.js';
 
 export interface LoadedState {
@@ -144,7 +144,7 @@ export class RaftStorage {
       }
       if (found.kind === 'ok') checkAgainstWatermark(dir, durable, found.mark);
       wm = await WatermarkFile.open(dir, found.kind === 'ok' ? found.mark : durable, found.kind === 'ok' ? found.seq : null);
-      if (!sameMark(wm.mark, durable)) await wm.write(durable);
+      if (!sameMark(wm.mark, durable)) await wm.write(durable, 'now');
       const storageId = meta.storageId ?? randomUUID();
       if (isNew || meta.storageId === undefined || meta.watermark !== true) {
         const value = encodeMeta(identity, { storageId, watermark: true });
@@ -238,16 +238,19 @@ export class RaftStorage {
         term: hs ? hs.term : before.term,
         voted: hs ? hs.vote !== null : before.voted,
       };
-      if (after.lastIndex < before.lastIndex) await this.writeMark({ ...before, lastIndex: after.lastIndex });
+      if (after.lastIndex < before.lastIndex) await this.writeMark({ ...before, lastIndex: after.lastIndex }, 'now');
       await this.writeSync(ops);
       Object.assign(this.bounds, next);
-      if (!sameMark(this.wm.mark, after)) await this.writeMark(after);
+      // A longer log alone is marked 'soon' (docs/internals.md, "The watermark"); a term or
+      // vote change is exact at once: the vote it records leaves as soon as this save resolves.
+      const sameVote = after.term === before.term && after.voted === before.voted;
+      if (!sameMark(this.wm.mark, after)) await this.writeMark(after, sameVote ? 'soon' : 'now');
     });
   }
 
-  private async writeMark(mark: Watermark): Promise<void> {
+  private async writeMark(mark: Watermark, durability: MarkDurability): Promise<void> {
     try {
-      await this.wm.write(mark);
+      await this.wm.write(mark, durability);
     } catch (err) {
       this.failure = err;
       throw new StorageError(this.dir, `writing the watermark failed: ${explainLevelError(err)}`, { cause: err });

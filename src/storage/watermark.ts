@@ -79,20 +79,38 @@ function encodeSlot(mark: Watermark, seq: number): Buffer {
 }
 
 /**
+ * How a watermark write must be durable before it resolves.
+ *  - `now`: written and fdatasync'd. For a mark that lowers the index (it must be on disk
+ *    before LevelDB shortens the log, or a power cut could leave it claiming more than
+ *    LevelDB holds) and for a term or vote change (rare; cheap to make exact).
+ *  - `soon`: written into the page cache at once, fdatasync'd within FLUSH_MS off the
+ *    commit path. For the mark raised after each appending batch: see "The watermark" in
+ *    docs/internals.md for what this gives up (a power cut inside the flush window that
+ *    also truncates LevelDB's synced tail goes undetected) and what it buys (a second
+ *    device flush per commit, 35-60 % of one-client throughput on this disk).
+ */
+export type MarkDurability = 'now' | 'soon';
+
+/** At most this long between a `soon` mark and its fdatasync. */
+export const FLUSH_MS = 50;
+
+/**
  * The open watermark file: each write goes to the slot the last valid one is not in.
  *
- * The file is opened with O_DSYNC where the platform has it, so one pwrite is both the write
- * and its fdatasync: one trip through libuv's thread pool per watermark instead of two (a
- * write then a datasync), which is on the path of every appending Ready, before its
- * acknowledgements leave. The durability is the same: with O_DSYNC the call returns only
- * once the data (and whatever metadata is needed to read it back) reached stable storage,
- * which is what fdatasync promises. Where O_DSYNC is missing, each write is followed by an
- * fdatasync as before.
+ * Writes are ordinary pwrites: once one resolves the slot is in the kernel's page cache,
+ * which survives the death of this process (kill -9, a crash, OOM) though not of the
+ * machine. Durability against a power cut comes from fdatasync: at once for `now` marks,
+ * within FLUSH_MS for `soon` ones, and on close.
  */
 export class WatermarkFile {
+  private dirty = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  /** A failed background flush: every later write fails with it (the node must restart). */
+  private flushError: unknown = null;
+
   private constructor(
     private readonly fd: number,
-    private readonly dsync: boolean,
     private seq: number,
     private current: Watermark,
   ) {}
@@ -100,15 +118,15 @@ export class WatermarkFile {
   /** Open (creating when asked) for writing, continuing after the sequence read before. */
   static async open(dir: string, initial: Watermark, seq: number | null): Promise<WatermarkFile> {
     const path = watermarkPath(dir);
-    const dsync = typeof constants.O_DSYNC === 'number' && constants.O_DSYNC !== 0;
-    const flags = constants.O_RDWR | (seq === null ? constants.O_CREAT | constants.O_TRUNC : 0) | (dsync ? constants.O_DSYNC : 0);
+    const flags = constants.O_RDWR | (seq === null ? constants.O_CREAT | constants.O_TRUNC : 0);
     const fd = await new Promise<number>((resolve, reject) => openFd(path, flags, 0o600, (err, fd) => (err ? reject(err) : resolve(fd))));
-    const file = new WatermarkFile(fd, dsync, seq ?? 0, initial);
+    const file = new WatermarkFile(fd, seq ?? 0, initial);
     if (seq === null) {
       // A new file: write both slots so that neither reads as corruption later.
       await file.put(encodeSlot(initial, 0), 0);
       await file.put(encodeSlot(initial, 1), SLOT);
       file.seq = 1;
+      await file.sync();
     }
     return file;
   }
@@ -117,26 +135,60 @@ export class WatermarkFile {
     return this.current;
   }
 
-  /** Make `mark` durable (one synchronous pwrite). */
-  async write(mark: Watermark): Promise<void> {
+  /** Write `mark`; resolves once it is in the page cache and, for `now`, on disk. */
+  async write(mark: Watermark, durability: MarkDurability): Promise<void> {
+    if (this.flushError !== null) throw this.flushError;
     const seq = this.seq + 1;
     await this.put(encodeSlot(mark, seq), (seq % 2) * SLOT);
     this.seq = seq;
     this.current = mark;
+    if (durability === 'now') {
+      await this.sync();
+    } else {
+      this.dirty = true;
+      this.flushTimer ??= setTimeout(() => {
+        this.flushTimer = null;
+        this.sync().catch((err: unknown) => {
+          this.flushError = err;
+        });
+      }, FLUSH_MS);
+      // Not a reason to keep a process alive: the write is in the page cache already.
+      this.flushTimer.unref();
+    }
   }
 
   async close(): Promise<void> {
-    await new Promise<void>((resolve, reject) => close(this.fd, (err) => (err ? reject(err) : resolve())));
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    try {
+      if (this.dirty || this.flushing !== null) await this.sync();
+    } finally {
+      await new Promise<void>((resolve, reject) => close(this.fd, (err) => (err ? reject(err) : resolve())));
+    }
   }
 
-  /** One slot, durable when this resolves. */
+  /** fdatasync whatever was written before this call; one at a time. */
+  private async sync(): Promise<void> {
+    while (this.flushing !== null) await this.flushing;
+    this.dirty = false;
+    this.flushing = new Promise<void>((resolve, reject) => fdatasync(this.fd, (e) => (e ? reject(e) : resolve())));
+    try {
+      await this.flushing;
+    } catch (err) {
+      this.dirty = true;
+      throw err;
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  /** One slot, in the page cache when this resolves. */
   private put(slot: Buffer, position: number): Promise<void> {
     return new Promise((resolve, reject) => {
       writeFd(this.fd, slot, 0, SLOT, position, (err, written) => {
         if (err) return reject(err);
         if (written !== SLOT) return reject(new Error(`short write of the watermark (${written} of ${SLOT} bytes)`));
-        if (this.dsync) return resolve();
-        fdatasync(this.fd, (e) => (e ? reject(e) : resolve()));
+        resolve();
       });
     });
   }

@@ -9,7 +9,7 @@ import type { Entry } from '../../src/raft/types.js';
 import { RaftStorage, StorageError } from '../../src/storage/index.js';
 import { entryKey, HARD_STATE_KEY } from '../../src/storage/keys.js';
 import { encodeHardState } from '../../src/storage/records.js';
-import { WATERMARK_FILE } from '../../src/storage/watermark.js';
+import { readWatermark, WATERMARK_FILE } from '../../src/storage/watermark.js';
 import { dataDirs, withRawDb } from './fixture.js';
 
 const ID = { clusterId: 'c1', nodeId: 'n1' };
@@ -41,6 +41,23 @@ test('a log that lost its last entries refuses to open and says how many are gon
     assert.match(err.message, /serve --join/);
     return true;
   });
+});
+
+test('a lengthened log is in the watermark file as soon as save resolves, before any flush', async () => {
+  // A longer log alone is marked in the page cache and fdatasync'd later (off the commit
+  // path); a process killed right after the save must still leave that mark behind, since
+  // its acknowledgement may have left. Read the file while the writer is still open.
+  const dir = await freshDir();
+  const s = await RaftStorage.open(dir, ID);
+  await s.load();
+  await s.save({ hardState: { term: 2, vote: 'n2', commit: 0 }, entries: entries(1, 3, 2) });
+  for (let i = 4; i <= 40; i += 4) {
+    await s.save({ entries: entries(i, i + 3, 2) });
+    const found = await readWatermark(dir);
+    assert.equal(found.kind, 'ok');
+    assert.deepEqual(found.kind === 'ok' && found.mark, { lastIndex: i + 3, term: 2, voted: true });
+  }
+  await s.close();
 });
 
 test('a hard state older than the one written (a lost vote) refuses to open', async () => {
