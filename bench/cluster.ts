@@ -202,7 +202,10 @@ export class BenchCluster {
   }
 
   async stop(options: { keepData?: boolean } = {}): Promise<void> {
-    await Promise.all([...this.procs.values()].map((p) => signalNode(p, 'SIGKILL')));
+    // A node run with a CPU profiler (PALISADE_NODE_FLAGS=--cpu-prof) writes its profile
+    // only on a clean exit.
+    const signal = (process.env.PALISADE_NODE_FLAGS ?? '').includes('--cpu-prof') ? 'SIGTERM' : 'SIGKILL';
+    await Promise.all([...this.procs.values()].map((p) => signalNode(p, signal)));
     folders.delete(this.dir);
     if (!options.keepData) rmSync(this.dir, { recursive: true, force: true });
   }

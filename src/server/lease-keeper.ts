@@ -6,6 +6,11 @@
 //
 // A new leader (or a leader that finds its own clock jumped past an election timeout, i.e.
 // it was paused) gives every session a full TTL from now before expiring any.
+//
+// The grace after a pause is one number (graceFrom), applied to a lease only when its
+// deadline comes up: renewing every lease at once allocated a heap entry per session, and
+// at 150,000 sessions that work and its garbage paused the leader past an election timeout
+// again, so it granted another grace, and so on until it lost leadership.
 import { MinHeap } from './min-heap.js';
 
 interface Lease {
@@ -21,6 +26,9 @@ export class LeaseKeeper {
   private readonly leases = new Map<number, Lease>();
   private readonly heap = new MinHeap<{ deadline: number; session: number; version: number }>((a, b) => a.deadline - b.deadline);
   private active = false;
+  /** The last pause's end: no lease whose expiry is not yet proposed runs out before
+   *  graceFrom + its TTL (see due and remainingMs). */
+  private graceFrom = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly reproposeAfterMs: number) {}
 
@@ -37,6 +45,7 @@ export class LeaseKeeper {
     this.active = true;
     this.leases.clear();
     this.heap.clear();
+    this.graceFrom = Number.NEGATIVE_INFINITY;
     for (const s of sessions) this.track(s.id, s.ttlMs, now);
   }
 
@@ -44,11 +53,14 @@ export class LeaseKeeper {
     this.active = false;
     this.leases.clear();
     this.heap.clear();
+    this.graceFrom = Number.NEGATIVE_INFINITY;
   }
 
-  /** The leader resumed from a pause longer than an election timeout: grace for everyone. */
+  /** The leader resumed from a pause longer than an election timeout: grace for everyone
+   *  whose expiry is not proposed yet. O(1); due() applies it. An expiry already proposed
+   *  stays proposed (and keepalives of that session stay refused): the entry may commit. */
   graceAll(now: number): void {
-    for (const [id, l] of this.leases) this.renew(id, l, now);
+    this.graceFrom = Math.max(this.graceFrom, now);
   }
 
   track(session: number, ttlMs: number, now: number): void {
@@ -79,7 +91,7 @@ export class LeaseKeeper {
    *  node keeps no deadlines (not leading) or does not know the session. */
   remainingMs(session: number, now: number): number | null {
     const l = this.leases.get(session);
-    return this.active && l ? Math.max(0, l.deadline - now) : null;
+    return this.active && l ? Math.max(0, this.deadlineOf(l) - now) : null;
   }
 
   has(session: number): boolean {
@@ -93,12 +105,22 @@ export class LeaseKeeper {
       const top = this.heap.pop()!;
       const l = this.leases.get(top.session);
       if (!l || l.version !== top.version) continue;
+      if (l.proposedAt === 0 && this.deadlineOf(l) > now) {
+        // A grace since its last keepalive: it runs until graceFrom + TTL.
+        this.renew(top.session, l, this.graceFrom);
+        continue;
+      }
       out.push(top.session);
       l.proposedAt = now;
       // If the proposal is lost (leadership churn), propose again later.
       this.heap.push({ deadline: now + this.reproposeAfterMs, session: top.session, version: l.version });
     }
     return out;
+  }
+
+  /** When the lease runs out: its last keepalive's deadline, or the grace's if later. */
+  private deadlineOf(l: Lease): number {
+    return l.proposedAt > 0 ? l.deadline : Math.max(l.deadline, this.graceFrom + l.ttlMs);
   }
 
   private renew(session: number, l: Lease, from: number): void {

@@ -46,3 +46,33 @@ test('an inactive keeper (not leader) tracks nothing', () => {
   assert.equal(k.has(1), false);
   assert.deepEqual(k.due(1_000), []);
 });
+
+test('a grace reaches every lease whose expiry is not proposed', () => {
+  const k = new LeaseKeeper(1000);
+  const sessions = Array.from({ length: 1000 }, (_, i) => ({ id: i + 1, ttlMs: 100 + (i % 7) }));
+  k.activate(0, sessions);
+  k.graceAll(5_000);
+  assert.deepEqual(k.due(5_099), [], 'nothing runs out before graceFrom + TTL');
+  assert.deepEqual(k.due(5_106).sort((a, b) => a - b), sessions.map((s) => s.id));
+});
+
+test('an expiry proposed before a pause stays proposed through the grace', () => {
+  const k = new LeaseKeeper(1000);
+  k.activate(0, [{ id: 1, ttlMs: 100 }, { id: 2, ttlMs: 200 }]);
+  assert.deepEqual(k.due(100), [1]);
+  k.graceAll(150);
+  assert.equal(k.keepAlive(1, 151), null, 'its ExpireSession may still commit: no keepalive is acknowledged');
+  assert.equal(k.remainingMs(2, 150), 200, 'session 2 runs until 150 + 200');
+  assert.deepEqual(k.due(349), []);
+  assert.deepEqual(k.due(350), [2]);
+  assert.deepEqual(k.due(1_100), [1], 'the proposal of session 1 is repeated as before');
+});
+
+test('a keepalive after a grace counts from its own arrival', () => {
+  const k = new LeaseKeeper(1000);
+  k.activate(0, [{ id: 1, ttlMs: 100 }]);
+  k.graceAll(500);
+  assert.equal(k.keepAlive(1, 550), 100);
+  assert.deepEqual(k.due(649), []);
+  assert.deepEqual(k.due(650), [1]);
+});

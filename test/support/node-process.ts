@@ -71,7 +71,10 @@ export interface NodeLaunch {
 /** Starts `palisade serve` for one node; resolves once its client port answers `status`. */
 export async function startNode(l: NodeLaunch): Promise<ChildProcess> {
   const log = openSync(l.logPath, 'a');
-  const p = spawn(process.execPath, [l.cli ?? CLI, 'serve', '--config', l.configPath, '--id', l.id, '--log-level', 'info', ...(l.args ?? [])], {
+  // PALISADE_NODE_FLAGS: V8/Node flags for the node processes only (a profile, --trace-gc),
+  // which NODE_OPTIONS would also give the test or bench process itself, or refuse.
+  const nodeFlags = (process.env.PALISADE_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  const p = spawn(process.execPath, [...nodeFlags, l.cli ?? CLI, 'serve', '--config', l.configPath, '--id', l.id, '--log-level', 'info', ...(l.args ?? [])], {
     stdio: ['ignore', log, log],
   });
   closeSync(log);
