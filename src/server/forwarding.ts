@@ -26,12 +26,25 @@ import type { Request } from '../protocol/client-protocol.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
 import { fail } from './wire.js';
 import type { Answer } from '../protocol/ops.js';
+import { MAX_LEASE_BATCH } from './keepalive-batch.js';
 
-/** Peer application frames: a follower forwards client requests to the leader. */
+/** The leader's answer to a batch of keepalives (keepalive-batch.ts): for each session in
+ *  order, its TTL once renewed, or null when the leader keeps no lease for it. */
+export type LeaseAnswer = { readonly ok: true; readonly result: { readonly ttls: readonly (number | null)[] } } | Answer<never>;
+
+/** Peer application frames: a follower forwards client requests, and batches of its
+ *  clients' keepalives, to the leader. */
 export type PeerApp =
   | { t: 'fwd'; rid: number; req: Request; owner?: string | null }
-  | { t: 'fwdRes'; rid: number; ans: Answer }
+  | { t: 'fwdLeases'; rid: number; sessions: number[] }
+  | { t: 'fwdRes'; rid: number; ans: Answer | LeaseAnswer }
   | { t: 'removed'; index: number };
+
+/** What a forward carries to the leader, and how this node serves it if it leads itself. */
+interface Carried<A> {
+  frame(rid: number): PeerApp;
+  here(): Promise<A>;
+}
 
 /** The node as forwarding sees it. */
 export interface ForwardCore {
@@ -42,6 +55,8 @@ export interface ForwardCore {
   sendApp(to: NodeId, frame: PeerApp): boolean;
   /** Serve a request on this node (it leads). `owner`: the token that sent it. */
   handle<R extends Request>(req: R, owner: string | null): Promise<Answer<R['op']>>;
+  /** Renew these sessions' leases on this node (it leads): a follower's keepalive batch. */
+  renewLeases(sessions: readonly number[]): Promise<LeaseAnswer>;
   unavailable(message: string): Answer<never>;
   /** A peer says this node was removed by the entry at `index`. */
   removedBy(index: number): void;
@@ -58,7 +73,7 @@ interface LeaderWaiter {
 }
 
 export class Forwarder {
-  private readonly pending = new Map<number, { leader: NodeId; resolve: (a: Answer) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<number, { leader: NodeId; resolve: (a: Answer | LeaseAnswer) => void; timer: NodeJS.Timeout }>();
   // A Set, not an array: thousands of held requests each time out on their own, and each
   // removal must not cost a pass over all the others (20,000 held requests blocked a
   // follower's event loop for seconds with an array's filter per timeout).
@@ -76,7 +91,18 @@ export class Forwarder {
 
   /** Send a request to the leader over the peer link and wait for its answer. `gone`: its
    *  client has left (a request held for a leader is then dropped, not forwarded). */
-  async forward<R extends Request>(req: R, owner: string | null = null, gone: () => boolean = () => false): Promise<Answer<R['op']>> {
+  forward<R extends Request>(req: R, owner: string | null = null, gone: () => boolean = () => false): Promise<Answer<R['op']>> {
+    // The leader answers with its own handle() of this very request (forwarded requests
+    // are never forwarded again), so the answer is one to req.op.
+    return this.carry<Answer<R['op']>>({ frame: (rid) => ({ t: 'fwd', rid, req, owner }), here: () => this.core.handle(req, owner) }, gone);
+  }
+
+  /** Send a batch of keepalives to the leader (keepalive-batch.ts) and wait for its answer. */
+  renewLeases(sessions: readonly number[], gone: () => boolean = () => false): Promise<LeaseAnswer> {
+    return this.carry<LeaseAnswer>({ frame: (rid) => ({ t: 'fwdLeases', rid, sessions: [...sessions] }), here: () => this.core.renewLeases(sessions) }, gone);
+  }
+
+  private async carry<A extends Answer | LeaseAnswer>(c: Carried<A>, gone: () => boolean): Promise<A | Answer<never>> {
     const { core } = this;
     // One bound for the whole hold: waiting for an election, then for a link to its winner.
     const giveUpAt = Date.now() + this.leaderWaitMs;
@@ -94,11 +120,11 @@ export class Forwarder {
       if (gone()) return clientGone();
       leader = core.leader();
       // Elected here while waiting: serve it here.
-      if (leader === core.id) return core.handle(req, owner);
+      if (leader === core.id) return c.here();
       if (leader === null) return core.unavailable('no leader elected yet; retry');
     }
     for (;;) {
-      const sent = this.send(leader, req, owner);
+      const sent = this.send(leader, c);
       if (sent) return sent;
       const remaining = giveUpAt - Date.now();
       // No hint: the leader this node knows is the one it cannot reach.
@@ -106,30 +132,30 @@ export class Forwarder {
       await this.waitForLeader(Math.min(remaining, this.linkRetryMs), leader);
       if (gone()) return clientGone();
       const next = core.leader();
-      if (next === core.id) return core.handle(req, owner);
+      if (next === core.id) return c.here();
       if (next !== null) leader = next;
     }
   }
 
-  /** Sends `req` to `to` and resolves with its answer; null when there is no link to `to`. */
-  private send<R extends Request>(to: NodeId, req: R, owner: string | null): Promise<Answer<R['op']>> | null {
+  /** Sends `c` to `to` and resolves with its answer; null when there is no link to `to`. */
+  private send<A extends Answer | LeaseAnswer>(to: NodeId, c: Carried<A>): Promise<A | Answer<never>> | null {
     const rid = ++this.counter;
     const timer = setTimeout(() => {
       const f = this.pending.get(rid);
       this.pending.delete(rid);
       f?.resolve(fail('TIMEOUT', `leader ${to} did not answer within ${this.requestTimeoutMs} ms; the outcome is unknown, retry with the same seq`));
     }, this.requestTimeoutMs);
-    let resolve!: (a: Answer) => void;
-    const answer = new Promise<Answer>((r) => (resolve = r));
+    let resolve!: (a: Answer | LeaseAnswer) => void;
+    const answer = new Promise<Answer | LeaseAnswer>((r) => (resolve = r));
     this.pending.set(rid, { leader: to, resolve, timer });
-    if (!this.core.sendApp(to, { t: 'fwd', rid, req, owner })) {
+    if (!this.core.sendApp(to, c.frame(rid))) {
       clearTimeout(timer);
       this.pending.delete(rid);
       return null;
     }
-    // The leader answers with its own handle() of this very request (forwarded requests
-    // are never forwarded again), so the answer is one to req.op.
-    return answer as Promise<Answer<R['op']>>;
+    // The leader answers a frame with what serving its content gives (Carried's A): a
+    // request's answer (handle) or a batch's (renewLeases).
+    return answer as Promise<A | Answer<never>>;
   }
 
   /** A leader is known again: requests waiting for one go on; forwards to another node are answered. */
@@ -170,6 +196,15 @@ export class Forwarder {
         return core.handle(req, typeof p.owner === 'string' ? p.owner : null);
       };
       void run().then((ans) => core.sendApp(from, { t: 'fwdRes', rid: p.rid, ans }));
+    } else if (p.t === 'fwdLeases') {
+      const run = async (): Promise<LeaseAnswer> => {
+        if (!core.isLeader()) return core.unavailable('keepalives forwarded to a node that is not the leader; retry');
+        // The peer is authenticated, but it may run another version: check the batch.
+        const sessions = leaseBatch(p.sessions);
+        if (sessions === null) return fail('BAD_FRAME', `a keepalive batch is a list of at most ${MAX_LEASE_BATCH} session ids`);
+        return core.renewLeases(sessions);
+      };
+      void run().then((ans) => core.sendApp(from, { t: 'fwdRes', rid: p.rid, ans }));
     } else if (p.t === 'removed') {
       if (typeof p.index === 'number') core.removedBy(p.index);
     } else if (p.t === 'fwdRes') {
@@ -196,6 +231,12 @@ export class Forwarder {
       this.leaderWaiters.add(waiter);
     });
   }
+}
+
+/** The session ids of a peer's keepalive batch, or null when it is not one. */
+function leaseBatch(x: unknown): number[] | null {
+  if (!Array.isArray(x) || x.length > MAX_LEASE_BATCH) return null;
+  return x.every((s) => Number.isSafeInteger(s) && s > 0) ? (x as number[]) : null;
 }
 
 /** The answer to a held request whose client has left: nobody reads it. */

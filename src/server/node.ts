@@ -30,6 +30,7 @@ import { MemberDirectory, bootstrapEntries, unwrapSnapshot, wrapSnapshot } from 
 import { joinCluster } from './join.js';
 import { backupState } from './backup-state.js';
 import { Forwarder, type PeerApp } from './forwarding.js';
+import { KeepAliveBatcher } from './keepalive-batch.js';
 import { MembershipAdmin } from './membership-admin.js';
 import { RequestDispatcher } from './request-dispatch.js';
 import { PeerIdentityGate, isIdentityApp } from './peer-identity.js';
@@ -81,6 +82,8 @@ export class PalisadeNode {
   private readonly sinks = new Map<ClientConnection, EventSink>();
   /** Requests a follower sends to the leader, and the leader's side of them (forwarding.ts). */
   private readonly forwarder: Forwarder;
+  /** A follower's clients' keepalives, sent to the leader in batches (keepalive-batch.ts). */
+  private readonly leaseBatch: KeepAliveBatcher;
   /** Members, membership changes, leadership transfer (membership-admin.ts). */
   private readonly admin: MembershipAdmin;
   /** Admission and serving of every client request (request-dispatch.ts). */
@@ -133,12 +136,14 @@ export class PalisadeNode {
         isLeader: () => this.raft.role === 'leader',
         sendApp: (to, frame) => this.peers.sendApp(to, frame),
         handle: (req, owner) => this.dispatch.handle(req, null, owner),
+        renewLeases: (sessions) => this.dispatch.renewLeases(sessions),
         unavailable: (message) => this.dispatch.unavailable(message),
         removedBy: (index) => this.removedBy(index),
       },
       REQUEST_TIMEOUT_MS,
       opts.config.raft.electionTimeoutMs * 3,
     );
+    this.leaseBatch = new KeepAliveBatcher((sessions, gone) => this.forwarder.renewLeases(sessions, gone), opts.config.raft.tickMs);
     const node = this;
     this.dispatch = new RequestDispatcher({
       id: this.id,
@@ -155,6 +160,7 @@ export class PalisadeNode {
       reads: () => this.reads,
       admin: () => this.admin,
       forwarder: () => this.forwarder,
+      leaseBatch: () => this.leaseBatch,
       ops: () => this.ops,
       status: () => this.status(),
       stopping: () => this.stopping,
@@ -331,6 +337,7 @@ export class PalisadeNode {
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     this.duties.stop();
+    this.leaseBatch.stop();
     this.health?.stop();
     await this.driver?.stop();
     await this.peers?.stop();
@@ -517,7 +524,7 @@ export class PalisadeNode {
       snapshotIndex: this.raft.log.snapshotIndex,
       sessions: this.leases.size,
       driver: { ...this.driver.stats, ...this.storage.stats() },
-      transport: { ...this.peers.stats() },
+      transport: { ...this.peers.stats(), keepAliveBatches: this.leaseBatch.batches, keepAlivesBatched: this.leaseBatch.batched },
     };
   }
 }

@@ -12,7 +12,8 @@ import { PROTOCOL_VERSION } from '../protocol/client-protocol.js';
 import { answer, isWriteRequest, type Answer, type WriteRequest } from '../protocol/ops.js';
 import type { ConnectionGate } from './client-gate.js';
 import type { ClusterConfig } from '../config/cluster-config.js';
-import type { Forwarder } from './forwarding.js';
+import type { Forwarder, LeaseAnswer } from './forwarding.js';
+import type { KeepAliveBatcher } from './keepalive-batch.js';
 import type { NodeOps } from './http/index.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { acquireLimitProblem } from './limits.js';
@@ -21,7 +22,7 @@ import type { MembershipAdmin } from './membership-admin.js';
 import { ProposalLost, ProposalTimeout, type ProposalTracker } from './proposals.js';
 import { ReadUnavailable, type AppliedWaiters, type ReadIndexBatcher } from './read-barrier.js';
 import type { EventSink, Subscriptions } from './subscriptions.js';
-import { answerFor, commandFor, fail, freeLock, machineFail, wireElection, wireLock } from './wire.js';
+import { answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
 
 /** The node as request dispatch sees it (parts made at start are read through functions). */
 export interface DispatchCore {
@@ -39,6 +40,8 @@ export interface DispatchCore {
   reads(): ReadIndexBatcher;
   admin(): MembershipAdmin;
   forwarder(): Forwarder;
+  /** A follower's batches of keepalives to the leader. */
+  leaseBatch(): KeepAliveBatcher;
   ops(): NodeOps | null;
   status(): NodeStatus;
   stopping(): boolean;
@@ -177,20 +180,37 @@ export class RequestDispatcher {
   }
 
   private async keepAlive(session: number, sink: EventSink | null): Promise<Answer<'keepAlive' | 'attach'>> {
-    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink));
+    // A follower relays its clients' keepalives to the leader in batches (keepalive-batch.ts).
+    if (this.core.raft().role !== 'leader') return this.core.leaseBatch().renew(session, clientGone(sink));
+    const ans = await this.renewLeases([session]);
+    if (!ans.ok) return ans;
+    const ttlMs = ans.result.ttls[0] ?? null;
+    return ttlMs === null ? unknownSession(session) : answer('keepAlive', { ttlMs });
+  }
+
+  /**
+   * Renew the leases of `sessions` on this node, the leader: one client's keepalive, or a
+   * follower's batch of them, all stamped with the time they reached this node. A keepalive
+   * is acknowledged only once a heartbeat round that started after it arrived confirms we
+   * still lead; otherwise a deposed leader could extend a client's belief beyond the
+   * deadline the real leader keeps. A session we do not know yet may be one that a new
+   * leader has not applied: its state is current only once an entry of its own term has
+   * committed and been applied (thesis §6.4), so "no such session" waits for that rather
+   * than end a live session on the client.
+   */
+  async renewLeases(sessions: readonly number[]): Promise<LeaseAnswer> {
+    if (this.core.raft().role !== 'leader') return this.unavailable('keepalives reached a node that is not the leader; retry');
+    const { leases } = this.core;
     const receivedAt = this.core.now();
-    // Acknowledge only once a heartbeat round that started after the keepalive arrived
-    // confirms we still lead; otherwise a deposed leader could extend a client's belief
-    // beyond the deadline the real leader keeps. A session we do not know yet may be one
-    // that a new leader has not applied: its state is current only once an entry of its own
-    // term has committed and been applied (thesis §6.4), so "no such session" waits for that
-    // rather than end a live session on the client.
-    if (this.core.leases.has(session)) await this.core.reads().request('lease');
-    else await this.linearizable();
-    if (!this.core.leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
-    const ttlMs = this.core.leases.keepAlive(session, receivedAt);
-    if (ttlMs === null) return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
-    return answer('keepAlive', { ttlMs });
+    try {
+      if (sessions.every((s) => leases.has(s))) await this.core.reads().request('lease');
+      else await this.linearizable();
+    } catch (e) {
+      if (e instanceof ReadUnavailable) return this.unavailable('no leader could confirm the keepalive; retry');
+      throw e;
+    }
+    if (!leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
+    return { ok: true, result: { ttls: sessions.map((s) => leases.keepAlive(s, receivedAt)) } };
   }
 
   private async write<R extends WriteRequest>(req: R, owner: string | null, sink: EventSink | null): Promise<Answer<R['op']>> {

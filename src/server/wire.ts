@@ -17,6 +17,11 @@ export function fail(code: WireError['code'], message: string, extra: Partial<Wi
   return { ok: false, error: { code, message, ...extra } };
 }
 
+/** A keepalive's answer when the leader keeps no lease for its session. */
+export function unknownSession(session: number): Answer<never> {
+  return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
+}
+
 function seqFields(r: { session: number; seq: number; ackedSeq?: number }) {
   return { session: r.session, seq: r.seq, ...(r.ackedSeq !== undefined ? { ackedSeq: r.ackedSeq } : {}) };
 }

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Forwarder, type ForwardCore, type PeerApp } from '../../src/server/forwarding.js';
 import { fail } from '../../src/server/wire.js';
+import { MAX_LEASE_BATCH } from '../../src/server/keepalive-batch.js';
 import type { Answer } from '../../src/protocol/ops.js';
 import type { Request } from '../../src/protocol/client-protocol.js';
 
@@ -11,6 +12,7 @@ interface Node {
   fwd: Forwarder;
   leader: string | null;
   handled: { req: Request; owner: string | null }[];
+  renewed: number[][];
   /** False: no link to any peer. */
   linked: boolean;
   /** Peers this node has no link to. */
@@ -27,7 +29,7 @@ function pair(timeoutMs = 200): { follower: Node; leader: Node } {
 function trio(timeoutMs = 200, leaderWaitMs = 100, linkRetryMs?: number): { follower: Node; leader: Node; third: Node } {
   const nodes = new Map<string, Node>();
   const make = (id: string): Node => {
-    const n: Node = { leader: null, handled: [], linked: true, unreachable: new Set(), answer: { ok: true, result: { served: id } } as unknown as Answer, fwd: null as unknown as Forwarder };
+    const n: Node = { leader: null, handled: [], renewed: [], linked: true, unreachable: new Set(), answer: { ok: true, result: { served: id } } as unknown as Answer, fwd: null as unknown as Forwarder };
     const core: ForwardCore = {
       id,
       leader: () => n.leader,
@@ -42,6 +44,7 @@ function trio(timeoutMs = 200, leaderWaitMs = 100, linkRetryMs?: number): { foll
         n.handled.push({ req, owner });
         return (n.answer === 'never' ? new Promise<Answer>(() => {}) : n.answer) as Promise<Answer<R['op']>> | Answer<R['op']>;
       },
+      renewLeases: async (sessions) => (n.renewed.push([...sessions]), { ok: true, result: { ttls: sessions.map((s) => s * 10) } }),
       unavailable: (message) => fail('UNAVAILABLE', message),
       removedBy: () => {},
     };
@@ -157,6 +160,41 @@ test('a forwarded request is validated again by the leader', async () => {
   const ans = await follower.fwd.forward({ id: 1, op: 'put', session: -1 } as unknown as Request);
   assert.equal(ans.ok ? null : ans.error.code, 'INVALID_ARGUMENT');
   assert.equal(leader.handled.length, 0);
+});
+
+test("a follower's keepalive batch goes to the leader as one frame and its answer comes back", async () => {
+  const { follower, leader } = pair();
+  const ans = await follower.fwd.renewLeases([3, 1, 2]);
+  assert.deepEqual(ans, { ok: true, result: { ttls: [30, 10, 20] } });
+  assert.deepEqual(leader.renewed, [[3, 1, 2]]);
+  assert.deepEqual(follower.renewed, []);
+});
+
+test('the leader checks a keepalive batch before renewing anything', async () => {
+  const { follower, leader } = pair();
+  for (const bad of [[1, -2], [1.5], ['7'], Array.from({ length: MAX_LEASE_BATCH + 1 }, (_, i) => i + 1)]) {
+    const ans = await follower.fwd.renewLeases(bad as number[]);
+    assert.equal(ans.ok ? null : ans.error.code, 'BAD_FRAME', JSON.stringify(bad).slice(0, 40));
+  }
+  assert.deepEqual(leader.renewed, []);
+});
+
+test('a keepalive batch that reaches a node that does not lead is UNAVAILABLE, never passed on', async () => {
+  const { follower, leader } = pair();
+  leader.leader = 'n1';
+  const ans = await follower.fwd.renewLeases([1]);
+  assert.equal(ans.ok ? null : ans.error.code, 'UNAVAILABLE');
+  assert.deepEqual(leader.renewed, []);
+});
+
+test('a keepalive batch waiting for a leader is renewed here when this node is elected', async () => {
+  const { follower } = pair();
+  follower.leader = null;
+  const pending = follower.fwd.renewLeases([4]);
+  follower.leader = 'n1';
+  follower.fwd.leaderKnown();
+  assert.deepEqual(await pending, { ok: true, result: { ttls: [40] } });
+  assert.deepEqual(follower.renewed, [[4]]);
 });
 
 test('a forward waiting on a leader that was replaced is answered at once: TIMEOUT, outcome unknown', async () => {

@@ -7,7 +7,8 @@ import pino from 'pino';
 import { DEFAULT_MACHINE_CONFIG, LockMachine } from '../../src/lockfsm/index.js';
 import type { RaftNode } from '../../src/raft/index.js';
 import { validateConfig } from '../../src/config/cluster-config.js';
-import type { Forwarder } from '../../src/server/forwarding.js';
+import type { Forwarder, LeaseAnswer } from '../../src/server/forwarding.js';
+import { KeepAliveBatcher } from '../../src/server/keepalive-batch.js';
 import { LeaseKeeper } from '../../src/server/lease-keeper.js';
 import { MemberDirectory } from '../../src/server/members.js';
 import { ProposalTracker } from '../../src/server/proposals.js';
@@ -28,6 +29,9 @@ const cfg = validateConfig(
 
 function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFails?: boolean }) {
   const forwarded: Request[] = [];
+  const batches: number[][] = [];
+  const leaseBatch = new KeepAliveBatcher(async (sessions) => (batches.push([...sessions]), { ok: true, result: { ttls: sessions.map((s) => (s === 404 ? null : 5_000)) } }), 1);
+  const leases = new LeaseKeeper(600);
   const raft = { role: opts.role, leader: opts.role === 'leader' ? 'n1' : 'n2' } as unknown as RaftNode;
   const members = new MemberDirectory([['n2', { peerUrl: 'ws://127.0.0.1:7102', clientUrl: 'ws://127.0.0.1:7002' }]]);
   const reads = {
@@ -41,7 +45,7 @@ function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFail
     cfg,
     machineConfig: DEFAULT_MACHINE_CONFIG,
     log: pino({ level: 'silent' }),
-    leases: new LeaseKeeper(600),
+    leases,
     applied: new AppliedWaiters(),
     proposals: new ProposalTracker(1_000),
     subs: new Subscriptions(),
@@ -51,16 +55,17 @@ function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFail
     reads: () => reads,
     admin: () => assert.fail('no admin op in these tests'),
     forwarder: () => ({ forward: async (req: Request): Promise<Answer> => (forwarded.push(req), { ok: true, result: 'forwarded' } as unknown as Answer) }) as unknown as Forwarder,
+    leaseBatch: () => leaseBatch,
     ops: () => null,
     status: () => ({ id: 'n1' }) as NodeStatus,
     stopping: () => opts.stopping ?? false,
     kick: () => assert.fail('nothing is proposed in these tests'),
     now: () => 0,
   });
-  return { d, forwarded };
+  return { d, forwarded, batches, leases };
 }
 
-const code = (a: Answer) => (a.ok ? 'ok' : a.error.code);
+const code = (a: Answer | LeaseAnswer) => (a.ok ? 'ok' : a.error.code);
 
 test('a stopping node refuses every request as UNAVAILABLE', async () => {
   const { d } = setup({ role: 'leader', stopping: true });
@@ -74,11 +79,28 @@ test('a hello of another protocol version is refused, naming both', async () => 
   assert.match(a.ok ? '' : a.error.message, /999.*\d/);
 });
 
-test('a follower forwards writes and keepalives to the leader, with the sender', async () => {
-  const { d, forwarded } = setup({ role: 'follower' });
+test('a follower forwards writes to the leader, and its keepalives in one batch', async () => {
+  const { d, forwarded, batches } = setup({ role: 'follower' });
   await d.handle({ id: 1, op: 'openSession', ttlMs: 5_000 } as Request, null, 'jobs');
-  await d.handle({ id: 2, op: 'keepAlive', session: 4 }, null);
-  assert.deepEqual(forwarded.map((r) => r.op), ['openSession', 'keepAlive']);
+  const answers = await Promise.all([4, 404, 5].map((session, i) => d.handle({ id: 2 + i, op: 'keepAlive', session }, null)));
+  assert.deepEqual(forwarded.map((r) => r.op), ['openSession']);
+  assert.deepEqual(batches, [[4, 404, 5]]);
+  assert.deepEqual(answers.map(code), ['ok', 'UNKNOWN_SESSION', 'ok']);
+  assert.deepEqual(answers[0], { ok: true, result: { ttlMs: 5_000 } });
+});
+
+test("the leader renews a batch after one confirmed round: each known session's TTL, null for one it does not keep", async () => {
+  const { d, leases } = setup({ role: 'leader' });
+  leases.activate(0, [{ id: 4, ttlMs: 7_000 }, { id: 6, ttlMs: 9_000 }]);
+  assert.deepEqual(await d.renewLeases([6, 5, 4]), { ok: true, result: { ttls: [9_000, null, 7_000] } });
+  assert.deepEqual(await d.handle({ id: 1, op: 'keepAlive', session: 5 }, null), { ok: false, error: { code: 'UNKNOWN_SESSION', message: 'session 5 does not exist (expired or closed)' } });
+});
+
+test('a batch no round confirms is UNAVAILABLE as a whole, and so is one that reaches a follower', async () => {
+  const leader = setup({ role: 'leader', readFails: true });
+  leader.leases.activate(0, [{ id: 4, ttlMs: 7_000 }]);
+  assert.equal(code(await leader.d.renewLeases([4])), 'UNAVAILABLE');
+  assert.equal(code(await setup({ role: 'follower' }).d.renewLeases([4])), 'UNAVAILABLE');
 });
 
 test('a read no leader can confirm is UNAVAILABLE with a hint where the leader is', async () => {
