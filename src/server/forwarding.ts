@@ -38,7 +38,10 @@ export type PeerApp =
   | { t: 'fwd'; rid: number; req: Request; owner?: string | null }
   | { t: 'fwdLeases'; rid: number; sessions: number[] }
   | { t: 'fwdRes'; rid: number; ans: Answer | LeaseAnswer }
-  | { t: 'removed'; index: number };
+  | { t: 'removed'; index: number }
+  /** Sent on every new link: what this node serves beyond the previous release. A release
+   *  before it ignores the frame (and never sends one), so its peers keep to what it serves. */
+  | { t: 'serves'; leaseBatches: boolean };
 
 /** What a forward carries to the leader, and how this node serves it if it leads itself. */
 interface Carried<A> {
@@ -79,6 +82,8 @@ export class Forwarder {
   // follower's event loop for seconds with an array's filter per timeout).
   private readonly leaderWaiters = new Set<LeaderWaiter>();
   private counter = 0;
+  /** Peers that said, on their current link, that they serve keepalive batches. */
+  private readonly batchingPeers = new Set<NodeId>();
 
   constructor(
     private readonly core: ForwardCore,
@@ -170,9 +175,25 @@ export class Forwarder {
     }
   }
 
-  /** The link to `peer` is up: requests held for want of it go now, not at their next retry. */
+  /** The link to `peer` is up: requests held for want of it go now, not at their next
+   *  retry; and the peer learns what this node serves. */
   linkUp(peer: NodeId): void {
+    this.core.sendApp(peer, { t: 'serves', leaseBatches: true });
     for (const w of this.leaderWaiters) if (w.not === peer) w.done();
+  }
+
+  /** The link to `peer` is down: what it serves is asked again on the next (it may restart
+   *  on another release). */
+  linkDown(peer: NodeId): void {
+    this.batchingPeers.delete(peer);
+  }
+
+  /** Whether keepalives for `leader` may go in batches (renewLeases): a leader of an older
+   *  release does not serve them (the rolling-upgrade rule of docs/operations.md: nothing
+   *  new is sent to a node before it says it reads it). Unknown leader: batch, see
+   *  docs/internals.md "Keepalives through a follower". */
+  batchesFor(leader: NodeId | null): boolean {
+    return leader === null || leader === this.core.id || this.batchingPeers.has(leader);
   }
 
   /** TIMEOUT (outcome unknown), with the hint the node gives for the new leader. */
@@ -205,6 +226,9 @@ export class Forwarder {
         return core.renewLeases(sessions);
       };
       void run().then((ans) => core.sendApp(from, { t: 'fwdRes', rid: p.rid, ans }));
+    } else if (p.t === 'serves') {
+      if (p.leaseBatches === true) this.batchingPeers.add(from);
+      else this.batchingPeers.delete(from);
     } else if (p.t === 'removed') {
       if (typeof p.index === 'number') core.removedBy(p.index);
     } else if (p.t === 'fwdRes') {

@@ -286,7 +286,10 @@ export class PalisadeNode {
       this.identities.onPeerUp(peer);
       this.forwarder.linkUp(peer);
     });
-    this.peers.on('peerDown', (peer: NodeId) => this.identities.onPeerDown(peer));
+    this.peers.on('peerDown', (peer: NodeId) => {
+      this.identities.onPeerDown(peer);
+      this.forwarder.linkDown(peer);
+    });
     this.peers.on('raft', (from: NodeId, msgs: readonly Message[]) => {
       if (!this.identities.admits(from)) return; // its storage is not (yet) the one we know
       this.ops?.onRaftReceived(from, msgs);

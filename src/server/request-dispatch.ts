@@ -180,8 +180,14 @@ export class RequestDispatcher {
   }
 
   private async keepAlive(session: number, sink: EventSink | null): Promise<Answer<'keepAlive' | 'attach'>> {
-    // A follower relays its clients' keepalives to the leader in batches (keepalive-batch.ts).
-    if (this.core.raft().role !== 'leader') return this.core.leaseBatch().renew(session, clientGone(sink));
+    // A follower relays its clients' keepalives to the leader in batches (keepalive-batch.ts),
+    // one by one to a leader of a release that does not serve batches.
+    const raft = this.core.raft();
+    if (raft.role !== 'leader') {
+      const forwarder = this.core.forwarder();
+      if (forwarder.batchesFor(raft.leader)) return this.core.leaseBatch().renew(session, clientGone(sink));
+      return forwarder.forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink));
+    }
     const ans = await this.renewLeases([session]);
     if (!ans.ok) return ans;
     const ttlMs = ans.result.ttls[0] ?? null;

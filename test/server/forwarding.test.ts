@@ -187,6 +187,17 @@ test('a keepalive batch that reaches a node that does not lead is UNAVAILABLE, n
   assert.deepEqual(leader.renewed, []);
 });
 
+test('keepalives go in batches only to a leader that said on its current link that it serves them', async () => {
+  const { follower, leader } = pair();
+  assert.equal(follower.fwd.batchesFor('n2'), false, 'nothing heard from n2 yet: as to an older release');
+  leader.fwd.linkUp('n1');
+  await new Promise((r) => queueMicrotask(() => r(null)));
+  assert.equal(follower.fwd.batchesFor('n2'), true);
+  follower.fwd.linkDown('n2');
+  assert.equal(follower.fwd.batchesFor('n2'), false, 'a new link asks again: the peer may restart on another release');
+  assert.equal(follower.fwd.batchesFor(null), true, 'no leader known: the batch waits for one');
+});
+
 test('a keepalive batch waiting for a leader is renewed here when this node is elected', async () => {
   const { follower } = pair();
   follower.leader = null;

@@ -27,7 +27,7 @@ const cfg = validateConfig(
   '.',
 );
 
-function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFails?: boolean }) {
+function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFails?: boolean; leaderBatches?: boolean }) {
   const forwarded: Request[] = [];
   const batches: number[][] = [];
   const leaseBatch = new KeepAliveBatcher(async (sessions) => (batches.push([...sessions]), { ok: true, result: { ttls: sessions.map((s) => (s === 404 ? null : 5_000)) } }), 1);
@@ -54,7 +54,11 @@ function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFail
     members: () => members,
     reads: () => reads,
     admin: () => assert.fail('no admin op in these tests'),
-    forwarder: () => ({ forward: async (req: Request): Promise<Answer> => (forwarded.push(req), { ok: true, result: 'forwarded' } as unknown as Answer) }) as unknown as Forwarder,
+    forwarder: () =>
+      ({
+        forward: async (req: Request): Promise<Answer> => (forwarded.push(req), { ok: true, result: 'forwarded' } as unknown as Answer),
+        batchesFor: () => opts.leaderBatches ?? true,
+      }) as unknown as Forwarder,
     leaseBatch: () => leaseBatch,
     ops: () => null,
     status: () => ({ id: 'n1' }) as NodeStatus,
@@ -87,6 +91,13 @@ test('a follower forwards writes to the leader, and its keepalives in one batch'
   assert.deepEqual(batches, [[4, 404, 5]]);
   assert.deepEqual(answers.map(code), ['ok', 'UNKNOWN_SESSION', 'ok']);
   assert.deepEqual(answers[0], { ok: true, result: { ttlMs: 5_000 } });
+});
+
+test('a follower whose leader does not serve batches (an older release) forwards each keepalive as before', async () => {
+  const { d, forwarded, batches } = setup({ role: 'follower', leaderBatches: false });
+  await Promise.all([4, 5].map((session, i) => d.handle({ id: 1 + i, op: 'keepAlive', session }, null)));
+  assert.deepEqual(forwarded.map((r) => r.op), ['keepAlive', 'keepAlive']);
+  assert.deepEqual(batches, []);
 });
 
 test("the leader renews a batch after one confirmed round: each known session's TTL, null for one it does not keep", async () => {
