@@ -90,7 +90,7 @@ try {
   log(`phase 2: ${LOCKS.toLocaleString()} locks held, then a new node joins`);
   const leader = await c.waitForLeader();
   const sessions = Math.max(1, Math.round(LOCKS / 100));
-  const pool = await SessionPool.open(c.node(leader).clientUrl, Math.ceil(sessions / 100), 600_000, sessions);
+  const pool = await SessionPool.open([c.node(leader).clientUrl], Math.ceil(sessions / 100), 600_000, sessions);
   await pool.openSessions(sessions, 256);
   let granted = 0;
   await Promise.all(

@@ -35,7 +35,7 @@ export function planCases(o: BenchOptions): BenchCase[] {
           cases.push({
             workload: w,
             label: `sessions ${sessions.toLocaleString('en-US')}`,
-            spec: (n, e) => ({ kind: 'sessions', sessions, sessionsPerConnection: 1_000, ttlMs: o.sessionTtlMs, ...timing(n, e) }),
+            spec: (n, e) => ({ kind: 'sessions', sessions, sessionsPerConnection: 1_000, ttlMs: o.sessionTtlMs, at: o.sessionsAt, ...timing(n, e) }),
           });
         }
         break;

@@ -165,7 +165,8 @@ function rowsOfResult(o: CaseOutcome): Row[] {
           checks: [
             lost === 0 ? 'none expired' : `EXPIRED: ${r.expiredEvents} events, ${r.unknownOnKeepAlive} unknown, ${r.finalKeepAliveFailed} final`,
             `opened ${int(r.opensPerSec)}/s${r.openRetries ? ` (${r.openRetries} retried)` : ''}`,
-            r.leader !== r.connectedTo ? `LEADER MOVED ${r.connectedTo}→${r.leader ?? '?'}: keepalives forwarded` : '',
+            r.connectedTo.length === 1 && r.leader !== r.connectedTo[0] ? `LEADER MOVED ${r.connectedTo[0]}→${r.leader ?? '?'}: keepalives forwarded` : '',
+            r.connectedTo.length > 1 ? `connections over ${r.connectedTo.join(', ')}` : 'connections to the leader',
             errors(r.errors, r.firstError),
           ].filter(Boolean).join('; '),
         },

@@ -14,6 +14,8 @@ export interface BenchOptions {
   readonly tries: number;
   readonly sessionCounts: readonly number[];
   readonly sessionTtlMs: number;
+  /** Where the sessions workload's connections go: every node in turn, or the leader only. */
+  readonly sessionsAt: 'all' | 'leader';
   readonly memorySessions: number;
   readonly locksPerSession: number;
   readonly uncontendedClients: readonly number[];
@@ -32,6 +34,7 @@ export const USAGE = `npm run bench -- [options]
   --tries N            failover tries of each kind (default 10, quick 2)
   --sessions LIST      open sessions for the sessions workload (default 10000,100000,300000; quick 2000)
   --session-ttl MS     their TTL; keepalives go every TTL/3 (default 30000)
+  --sessions-at WHERE  all: their connections spread over every node (default); leader: all to the leader
   --locks N            locks held for the memory figure (default 100000; quick 10000) by 1,000 sessions
   --clients LIST       client counts of the uncontended workload (default 1,16,64,256)
   --out DIR            where the JSON goes (default bench/results)
@@ -62,6 +65,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
       tries: { type: 'string' },
       sessions: { type: 'string' },
       'session-ttl': { type: 'string' },
+      'sessions-at': { type: 'string', default: 'all' },
       locks: { type: 'string' },
       clients: { type: 'string' },
       out: { type: 'string', default: 'bench/results' },
@@ -82,6 +86,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     if (!(n > 0)) throw new Error(`${what}: expected seconds > 0, got "${v}"`);
     return n * 1000;
   };
+  const sessionsAt = values['sessions-at'];
+  if (sessionsAt !== 'all' && sessionsAt !== 'leader') throw new Error(`--sessions-at: expected all or leader, got "${sessionsAt}"`);
   const locks = numbers(values.locks, '--locks')?.[0] ?? (quick ? 10_000 : 100_000);
   return {
     quick,
@@ -91,6 +97,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     tries: numbers(values.tries, '--tries')?.[0] ?? (quick ? 2 : 10),
     sessionCounts: numbers(values.sessions, '--sessions') ?? (quick ? [2_000] : [10_000, 100_000, 300_000]),
     sessionTtlMs: numbers(values['session-ttl'], '--session-ttl')?.[0] ?? 30_000,
+    sessionsAt,
     // 1,000 sessions whatever the count (1,000 acquires in flight), up to 100 locks each.
     memorySessions: Math.max(1, Math.round(locks / Math.max(1, Math.min(100, Math.round(locks / 1_000))))),
     locksPerSession: Math.max(1, Math.min(100, Math.round(locks / 1_000))),

@@ -88,8 +88,9 @@ export class SessionPool {
     for (const c of connections) c.onEvent((e) => this.onEvent(e));
   }
 
-  static async open(url: string, connections: number, ttlMs: number, capacity: number): Promise<SessionPool> {
-    const conns = await Promise.all(Array.from({ length: connections }, () => RawConnection.open(url)));
+  /** `connections` connections, to `urls` in turn. */
+  static async open(urls: readonly string[], connections: number, ttlMs: number, capacity: number): Promise<SessionPool> {
+    const conns = await Promise.all(Array.from({ length: connections }, (_, i) => RawConnection.open(urls[i % urls.length]!)));
     return new SessionPool(conns, ttlMs, capacity);
   }
 

@@ -42,7 +42,7 @@ export interface MemoryResult {
 export async function runMemory(spec: MemorySpec, log: (line: string) => void): Promise<MemoryResult> {
   const leader = await findLeader(spec.nodes);
   const connections = Math.max(1, Math.ceil(spec.sessions / spec.sessionsPerConnection));
-  const pool = await SessionPool.open(leader.clientUrl, connections, spec.ttlMs, spec.sessions);
+  const pool = await SessionPool.open([leader.clientUrl], connections, spec.ttlMs, spec.sessions);
   try {
     await pool.openSessions(spec.sessions, 256);
     await sleep(1_000);

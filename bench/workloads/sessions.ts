@@ -1,5 +1,8 @@
-// sessions: N open sessions kept alive every TTL/3, multiplexed over raw connections to the
-// leader (1,000 sessions per connection). Figures: the leader's CPU over the window, the
+// sessions: N open sessions kept alive every TTL/3, multiplexed over raw connections
+// (1,000 sessions per connection) spread over every node in turn, as clients that connect
+// to any node are (`at: 'leader'`: all to the leader, as SDK clients that prefer the leader
+// are). A follower relays its keepalives to the leader in batches and forwards the opens.
+// Figures: the leader's CPU over the window, each node's, the
 // keepalive rate and latency, and that no session that kept alive expired (no sessionExpired
 // event, no UNKNOWN_SESSION answer, and a final keepalive acknowledged for every session).
 import { epochMs } from '../lib/clock.js';
@@ -16,6 +19,7 @@ export interface SessionsSpec extends WorkloadTiming {
   readonly sessions: number;
   readonly sessionsPerConnection: number;
   readonly ttlMs: number;
+  readonly at: 'all' | 'leader';
 }
 
 export interface SessionsResult {
@@ -27,9 +31,9 @@ export interface SessionsResult {
   readonly opensPerSec: number;
   readonly keepAlivesPerSec: number;
   readonly keepAliveMs: LatencySummary;
-  /** The node the sessions' connections go to (the leader when they were opened). */
-  readonly connectedTo: string;
-  /** The leader over the window; when it is not `connectedTo`, keepalives were forwarded. */
+  /** The nodes the sessions' connections go to (with at: 'leader', the leader when they were opened). */
+  readonly connectedTo: readonly string[];
+  /** The leader over the window; when it is not the one `connectedTo` of at: 'leader', keepalives were forwarded. */
   readonly leader: string | null;
   readonly leaderCpuPct: number | null;
   readonly openRetries: number;
@@ -44,7 +48,8 @@ export interface SessionsResult {
 export async function runSessions(spec: SessionsSpec, log: (line: string) => void): Promise<SessionsResult> {
   const leader = await findLeader(spec.nodes);
   const connections = Math.max(1, Math.ceil(spec.sessions / spec.sessionsPerConnection));
-  const pool = await SessionPool.open(leader.clientUrl, connections, spec.ttlMs, spec.sessions);
+  const targets = spec.at === 'leader' ? [leader] : spec.nodes;
+  const pool = await SessionPool.open(targets.map((n) => n.clientUrl), connections, spec.ttlMs, spec.sessions);
   try {
     const t0 = epochMs();
     try {
@@ -72,7 +77,7 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
       opensPerSec: spec.sessions / openSeconds,
       keepAlivesPerSec: pool.keepAlivesRecorded / (w.elapsedMs / 1000),
       keepAliveMs: pool.keepAliveMs.summary(),
-      connectedTo: leader.id,
+      connectedTo: targets.map((n) => n.id),
       leader: w.cost.leader,
       leaderCpuPct: w.cost.leader === null ? null : (w.cost.cpuPct.nodes[w.cost.leader] ?? null),
       openRetries: pool.openRetries,
