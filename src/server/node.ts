@@ -31,6 +31,7 @@ import { joinCluster } from './join.js';
 import { backupState } from './backup-state.js';
 import { Forwarder, type PeerApp } from './forwarding.js';
 import { KeepAliveBatcher } from './keepalive-batch.js';
+import { SnapshotPolicy } from './snapshot-policy.js';
 import { MembershipAdmin } from './membership-admin.js';
 import { RequestDispatcher } from './request-dispatch.js';
 import { PeerIdentityGate, isIdentityApp } from './peer-identity.js';
@@ -93,6 +94,7 @@ export class PalisadeNode {
   private readonly join: readonly string[];
   private readonly joinCredentials: RpcCredentials;
   private lastSnapshotIndex = 0;
+  private snapshots!: SnapshotPolicy;
   private removedAt: number | null = null;
   private snapshotting = false;
   private stopping = false;
@@ -231,6 +233,7 @@ export class PalisadeNode {
     this.machine = snap ? LockMachine.restore(snap.machine, this.machineConfig) : new LockMachine(this.machineConfig);
     this.members = new MemberDirectory(snap?.members ?? this.cfg.nodes.map((n) => [n.id, { peerUrl: n.peerUrl, clientUrl: n.clientUrl }] as const), snap?.removed);
     this.lastSnapshotIndex = stored.snapshot?.meta.index ?? 0;
+    this.snapshots = new SnapshotPolicy(this.cfg.snapshot.entries, { index: this.lastSnapshotIndex, bytes: stored.snapshot?.data.length ?? 0 });
     const { tickMs, heartbeatMs, electionTimeoutMs } = this.cfg.raft;
     this.raft = new RaftNode(
       {
@@ -394,6 +397,7 @@ export class PalisadeNode {
         continue;
       }
       const out = this.machine.applyRaw(e.index, e.data);
+      this.snapshots.applied(e.data.length);
       this.proposals.settle(e.index, e.term, out.result);
       const answered = out.result.type === 'granted';
       for (const ev of out.events) this.onMachineEvent(ev, e.index, answered);
@@ -456,6 +460,7 @@ export class PalisadeNode {
     this.members = new MemberDirectory(snap.members, snap.removed);
     this.peers.setPeers(this.members.peerMap(this.id, [...s.meta.conf.voters, ...s.meta.conf.learners]));
     this.lastSnapshotIndex = s.meta.index;
+    this.snapshots.taken(s.meta.index, s.data.length);
     this.proposals.failUpTo(s.meta.index);
     this.applied.advance(this.machine.appliedIndex);
     this.log.info({ index: s.meta.index, bytes: s.data.length }, 'installed snapshot from leader');
@@ -463,7 +468,7 @@ export class PalisadeNode {
 
   private maybeSnapshot(): void {
     const applied = this.machine.appliedIndex;
-    if (this.snapshotting || applied - this.lastSnapshotIndex < this.cfg.snapshot.entries) return;
+    if (this.snapshotting || !this.snapshots.due(applied)) return;
     void this.snapshotNow();
   }
 
@@ -475,10 +480,12 @@ export class PalisadeNode {
       const index = this.machine.appliedIndex;
       if (index <= this.lastSnapshotIndex || index > this.raft.log.applied) return this.lastSnapshotIndex;
       const data = wrapSnapshot(this.machine.snapshot(), this.members);
+      const appliedBefore = this.snapshots.pending;
       const snap = this.raft.compact(index, data, this.cfg.snapshot.keepTail);
       await this.storage.saveSnapshot(snap);
       await this.storage.compact(this.raft.log.snapshotIndex);
       this.lastSnapshotIndex = index;
+      this.snapshots.taken(index, data.length, this.snapshots.pending - appliedBefore);
       this.log.info({ index, bytes: data.length }, 'snapshot taken');
       return index;
     } finally {
