@@ -14,17 +14,26 @@
 import { MinHeap } from './min-heap.js';
 
 interface Lease {
-  ttlMs: number;
+  readonly session: number;
+  readonly ttlMs: number;
+  /** When the lease runs out, from its last confirmed keepalive (see deadlineOf for grace). */
   deadline: number;
-  /** Bumped on every renewal, so stale heap entries are recognised and skipped. */
-  version: number;
   /** When we last proposed its expiry (0 = never); re-proposed if that did not commit. */
   proposedAt: number;
+  /** Its place in the heap: when to look at it next. Never after its deadline. */
+  checkAt: number;
 }
 
+/**
+ * Each lease sits in the heap once, keyed by when to look at it next. A keepalive only moves
+ * the lease's deadline; the heap is touched when a lease's check comes up and its deadline
+ * has moved on since (once a TTL for a session kept alive every TTL/3), not on every
+ * keepalive: a heap entry per keepalive was an allocation and a sift per keepalive, and at
+ * 30,000 keepalives/s a rebuild of a heap of a million stale entries every half minute.
+ */
 export class LeaseKeeper {
   private readonly leases = new Map<number, Lease>();
-  private readonly heap = new MinHeap<{ deadline: number; session: number; version: number }>((a, b) => a.deadline - b.deadline);
+  private readonly heap = new MinHeap<Lease>((a, b) => a.checkAt - b.checkAt);
   private active = false;
   /** The last pause's end: no lease whose expiry is not yet proposed runs out before
    *  graceFrom + its TTL (see due and remainingMs). */
@@ -65,11 +74,12 @@ export class LeaseKeeper {
 
   track(session: number, ttlMs: number, now: number): void {
     if (!this.active) return;
-    const l: Lease = { ttlMs, deadline: 0, version: 0, proposedAt: 0 };
+    const l: Lease = { session, ttlMs, deadline: now + ttlMs, proposedAt: 0, checkAt: now + ttlMs };
     this.leases.set(session, l);
-    this.renew(session, l, now);
+    this.heap.push(l);
   }
 
+  /** Its heap entry stays until it comes up, and is dropped then (see due). */
   forget(session: number): void {
     this.leases.delete(session);
   }
@@ -83,7 +93,7 @@ export class LeaseKeeper {
     const l = this.leases.get(session);
     if (!l || l.proposedAt > 0) return null;
     // Never move a deadline backwards: an older keepalive confirmed late must not shorten it.
-    if (receivedAt + l.ttlMs > l.deadline) this.renew(session, l, receivedAt);
+    l.deadline = Math.max(l.deadline, receivedAt + l.ttlMs);
     return l.ttlMs;
   }
 
@@ -101,39 +111,27 @@ export class LeaseKeeper {
   /** Sessions whose deadline has passed and whose expiry should be proposed now. */
   due(now: number): number[] {
     const out: number[] = [];
-    while (this.heap.size > 0 && this.heap.peek()!.deadline <= now) {
-      const top = this.heap.pop()!;
-      const l = this.leases.get(top.session);
-      if (!l || l.version !== top.version) continue;
-      if (l.proposedAt === 0 && this.deadlineOf(l) > now) {
-        // A grace since its last keepalive: it runs until graceFrom + TTL.
-        this.renew(top.session, l, this.graceFrom);
-        continue;
+    while (this.heap.size > 0 && this.heap.peek()!.checkAt <= now) {
+      const l = this.heap.pop()!;
+      if (this.leases.get(l.session) !== l) continue; // forgotten (closed, expired, re-tracked)
+      const deadline = this.deadlineOf(l);
+      if (deadline > now) {
+        // Kept alive (or graced) since it was queued: look again at its new deadline.
+        l.checkAt = deadline;
+      } else {
+        // Run out, or proposed and not committed yet (leadership churn): propose (again).
+        out.push(l.session);
+        l.proposedAt = now;
+        l.checkAt = now + this.reproposeAfterMs;
       }
-      out.push(top.session);
-      l.proposedAt = now;
-      // If the proposal is lost (leadership churn), propose again later.
-      this.heap.push({ deadline: now + this.reproposeAfterMs, session: top.session, version: l.version });
+      this.heap.push(l);
     }
     return out;
   }
 
-  /** When the lease runs out: its last keepalive's deadline, or the grace's if later. */
+  /** When the lease runs out: its last keepalive's deadline, or the grace's if later; an
+   *  expiry already proposed is not graced. */
   private deadlineOf(l: Lease): number {
     return l.proposedAt > 0 ? l.deadline : Math.max(l.deadline, this.graceFrom + l.ttlMs);
-  }
-
-  private renew(session: number, l: Lease, from: number): void {
-    l.deadline = from + l.ttlMs;
-    l.version++;
-    l.proposedAt = 0;
-    this.heap.push({ deadline: l.deadline, session, version: l.version });
-    // Stale entries pile up with renewals; rebuild when they dominate.
-    if (this.heap.size > 4 * this.leases.size + 1024) this.rebuild();
-  }
-
-  private rebuild(): void {
-    this.heap.clear();
-    for (const [session, l] of this.leases) this.heap.push({ deadline: l.deadline, session, version: l.version });
   }
 }

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { LeaseKeeper } from '../../src/server/lease-keeper.js';
 
 test('a lease is due TTL after its last keepalive, not before', () => {
@@ -75,4 +76,58 @@ test('a keepalive after a grace counts from its own arrival', () => {
   assert.equal(k.keepAlive(1, 550), 100);
   assert.deepEqual(k.due(649), []);
   assert.deepEqual(k.due(650), [1]);
+});
+
+test('against a model that recomputes every deadline: the same sessions come due at the same times', () => {
+  // Each lease keeps one heap entry whatever the keepalives do; this checks that it still
+  // expires exactly what a keeper that looked at every lease on every round would.
+  type Step = { kind: 'keepAlive' | 'forget' | 'track' | 'grace' | 'due'; session: number; dt: number };
+  const step = fc.record({
+    kind: fc.constantFrom('keepAlive' as const, 'forget' as const, 'track' as const, 'grace' as const, 'due' as const, 'due' as const),
+    session: fc.integer({ min: 1, max: 6 }),
+    dt: fc.integer({ min: 0, max: 60 }),
+  });
+  fc.assert(
+    fc.property(fc.array(step, { maxLength: 200 }), (steps: Step[]) => {
+      const R = 70;
+      const ttl = (s: number) => 50 + 10 * s;
+      const k = new LeaseKeeper(R);
+      const model = new Map<number, { deadline: number; proposedAt: number; nextProposal: number }>();
+      let grace = Number.NEGATIVE_INFINITY;
+      let now = 0;
+      const ids = [1, 2, 3];
+      k.activate(0, ids.map((id) => ({ id, ttlMs: ttl(id) })));
+      for (const id of ids) model.set(id, { deadline: ttl(id), proposedAt: 0, nextProposal: 0 });
+      for (const s of steps) {
+        now += s.dt;
+        if (s.kind === 'grace') {
+          k.graceAll(now);
+          grace = Math.max(grace, now);
+        } else if (s.kind === 'due') {
+          const expected: number[] = [];
+          for (const [id, m] of model) {
+            const due = m.proposedAt > 0 ? now >= m.nextProposal : Math.max(m.deadline, grace + ttl(id)) <= now;
+            if (due) {
+              expected.push(id);
+              m.proposedAt = now;
+              m.nextProposal = now + R;
+            }
+          }
+          assert.deepEqual(k.due(now).sort((a, b) => a - b), expected.sort((a, b) => a - b), `at ${now}`);
+        } else if (s.kind === 'forget') {
+          k.forget(s.session);
+          model.delete(s.session);
+        } else if (s.kind === 'track') {
+          k.track(s.session, ttl(s.session), now);
+          model.set(s.session, { deadline: now + ttl(s.session), proposedAt: 0, nextProposal: 0 });
+        } else {
+          const m = model.get(s.session);
+          const ack = k.keepAlive(s.session, now);
+          assert.equal(ack, m && m.proposedAt === 0 ? ttl(s.session) : null);
+          if (m && m.proposedAt === 0) m.deadline = Math.max(m.deadline, now + ttl(s.session));
+        }
+      }
+    }),
+    { numRuns: 500 },
+  );
 });
