@@ -104,6 +104,9 @@ export class Forwarder {
 
   /** Send a batch of keepalives to the leader (keepalive-batch.ts) and wait for its answer. */
   renewLeases(sessions: readonly number[], gone: () => boolean = () => false): Promise<LeaseAnswer> {
+    // Elected here while the batch filled (it waits up to a tick): renew them here. (carry
+    // would take a leader that is this node for one handing over, and wait for the next.)
+    if (this.core.isLeader()) return this.core.renewLeases(sessions);
     return this.carry<LeaseAnswer>({ frame: (rid) => ({ t: 'fwdLeases', rid, sessions: [...sessions] }), here: () => this.core.renewLeases(sessions) }, gone);
   }
 

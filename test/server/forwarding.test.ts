@@ -198,6 +198,15 @@ test('keepalives go in batches only to a leader that said on its current link th
   assert.equal(follower.fwd.batchesFor(null), true, 'no leader known: the batch waits for one');
 });
 
+test('a keepalive batch that filled while this node was elected is renewed here at once', async () => {
+  const { follower, leader } = pair();
+  follower.leader = 'n1';
+  // Not taken for a handing-over leader's own request (held for the next leader, then UNAVAILABLE).
+  assert.deepEqual(await follower.fwd.renewLeases([7]), { ok: true, result: { ttls: [70] } });
+  assert.deepEqual(follower.renewed, [[7]]);
+  assert.deepEqual(leader.renewed, []);
+});
+
 test('a keepalive batch waiting for a leader is renewed here when this node is elected', async () => {
   const { follower } = pair();
   follower.leader = null;
