@@ -156,8 +156,9 @@ export class RaftLog {
     return this.entries.slice(this.stableIndex - this.snapIndex);
   }
 
-  /** Committed entries not yet handed out. The driver persists a Ready's entries before it
-   *  applies its committed entries, so committed-but-unstable entries may be included. */
+  /** Committed entries not yet handed out. Committed-but-unstable entries may be included
+   *  (a follower told of a commit together with the entries): the driver applies those only
+   *  once the Ready's write is durable, the stable ones possibly while it runs. */
   nextCommitted(maxEntries = Infinity): Entry[] {
     const lo = Math.max(this.applied + 1, this.firstIndex());
     const hi = Math.min(this.committed, lo + maxEntries - 1);

@@ -97,6 +97,8 @@ export class PalisadeNode {
   private snapshots!: SnapshotPolicy;
   private removedAt: number | null = null;
   private snapshotting = false;
+  /** snapshotNow() calls made while a Ready was being applied: served at its advance. */
+  private readonly snapshotWanted: { resolve: (index: number) => void; reject: (e: unknown) => void }[] = [];
   private stopping = false;
   /** Metrics, health checks and the status page; null when the node has no httpUrl. */
   private ops: NodeOps | null = null;
@@ -259,7 +261,7 @@ export class PalisadeNode {
         installSnapshot: (s) => this.installSnapshot(s),
         readStates: (rs, dropped) => this.onReadStates(rs, dropped),
         softState: (s) => this.onSoftState(s),
-        afterAdvance: () => this.maybeSnapshot(),
+        afterAdvance: () => this.afterAdvance(),
         paused: (gap) => this.duties.paused(gap),
         fatal: (err) => this.onFatal(err),
       },
@@ -466,14 +468,28 @@ export class PalisadeNode {
     this.log.info({ index: s.meta.index, bytes: s.data.length }, 'installed snapshot from leader');
   }
 
-  private maybeSnapshot(): void {
-    const applied = this.machine.appliedIndex;
-    if (this.snapshotting || !this.snapshots.due(applied)) return;
-    void this.snapshotNow();
+  /** The core has recorded as applied all that the machine applied: the one point where a
+   *  snapshot may be cut (the driver applies a Ready's entries while its write is in flight,
+   *  and advances the core only after it). */
+  private afterAdvance(): void {
+    const wanted = this.snapshotWanted.splice(0);
+    if (wanted.length > 0) {
+      const taken = this.takeSnapshot();
+      for (const w of wanted) taken.then(w.resolve, w.reject);
+      return;
+    }
+    if (this.snapshotting || !this.snapshots.due(this.machine.appliedIndex)) return;
+    void this.takeSnapshot();
   }
 
-  /** Snapshot the machine at its applied index, store it and compact the log. */
-  async snapshotNow(): Promise<number> {
+  /** Snapshot the machine at its applied index, store it and compact the log: now, or once
+   *  the Ready being applied has been advanced. */
+  snapshotNow(): Promise<number> {
+    if (this.machine.appliedIndex <= this.raft.log.applied) return this.takeSnapshot();
+    return new Promise((resolve, reject) => this.snapshotWanted.push({ resolve, reject }));
+  }
+
+  private async takeSnapshot(): Promise<number> {
     if (this.snapshotting) return this.lastSnapshotIndex;
     this.snapshotting = true;
     try {

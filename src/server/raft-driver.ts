@@ -54,11 +54,32 @@ export interface DriverLog {
   error(obj: object, msg: string): void;
 }
 
+/**
+ * How many of a Ready's committed entries are applied while its write is in flight rather
+ * than after it: those this node already holds durably (etcd's server likewise applies in
+ * parallel with its WAL save). Under load nearly every Ready carries both new entries and
+ * the commit of earlier ones, and waiting would add this Ready's fsync to every answer (and,
+ * on a contended lock, to every handoff). Applying a committed entry only moves the
+ * in-memory state machine and answers clients; no promise about this node's disk rides on
+ * it (acknowledgements and votes still wait for the write, and the core is advanced, so a
+ * snapshot can be cut, only after it). Entries this very write makes durable (a follower
+ * told of a commit with the entries, a single-voter leader) still wait: a lone node must
+ * not answer before its disk has the entry. A Ready that installs a snapshot or changes the
+ * node's role keeps the old order, since those hooks must see the state machine as it was.
+ */
+function appliableDuringWrite(rd: Ready, stableIndex: number): number {
+  const first = rd.committedEntries[0];
+  if (first === undefined || rd.snapshot !== undefined || rd.softState !== undefined) return 0;
+  return Math.max(0, Math.min(rd.committedEntries.length, stableIndex - first.index + 1));
+}
+
 export class RaftDriver {
   private cancelTick: (() => void) | null = null;
   private running = false;
   private scheduled = false;
   private stopped = false;
+  /** A write or an apply failed: a write still in flight must not resume the loop. */
+  private failed = false;
   private lastTick = 0;
   private idleWaiters: (() => void)[] = [];
   /** stop() waiting for the Ready in progress to finish. */
@@ -125,13 +146,15 @@ export class RaftDriver {
         if (plan.sendFirst.length) this.hooks.send(plan.sendFirst);
         const pending = plan.write ? this.storage.save(plan.write) : undefined;
         if (pending) {
+          const appliedEarly = appliableDuringWrite(rd, this.raft.log.stableIndex);
+          this.applyCommitted(rd.committedEntries.slice(0, appliedEarly));
           pending.then(
-            () => this.resume(rd, plan),
+            () => this.resume(rd, plan, appliedEarly),
             (err: unknown) => this.fail(err),
           );
           return;
         }
-        this.finish(rd, plan);
+        this.finish(rd, plan, 0);
       }
     } catch (e) {
       this.fail(e);
@@ -143,9 +166,10 @@ export class RaftDriver {
     else for (const w of this.idleWaiters.splice(0)) w();
   }
 
-  private resume(rd: Ready, plan: ReadyPlan): void {
+  private resume(rd: Ready, plan: ReadyPlan, appliedEarly: number): void {
+    if (this.failed) return;
     try {
-      this.finish(rd, plan);
+      this.finish(rd, plan, appliedEarly);
     } catch (e) {
       this.fail(e);
       return;
@@ -153,8 +177,9 @@ export class RaftDriver {
     this.process();
   }
 
-  /** The rest of a Ready once its write (if any) is durable. */
-  private finish(rd: Ready, plan: ReadyPlan): void {
+  /** The rest of a Ready once its write (if any) is durable; the first `appliedEarly` of its
+   *  committed entries were applied while the write ran. */
+  private finish(rd: Ready, plan: ReadyPlan, appliedEarly: number): void {
     if (plan.write) {
       this.planner.written(plan.write);
       this.stats.fsyncBatches++;
@@ -164,17 +189,21 @@ export class RaftDriver {
     if (plan.sendAfterWrite.length) this.hooks.send(plan.sendAfterWrite);
     if (rd.softState) this.hooks.softState(rd.softState);
     if (rd.snapshot) this.hooks.installSnapshot(rd.snapshot);
-    if (rd.committedEntries.length) {
-      this.hooks.apply(rd.committedEntries);
-      this.stats.entriesApplied += rd.committedEntries.length;
-    }
+    this.applyCommitted(appliedEarly === 0 ? rd.committedEntries : rd.committedEntries.slice(appliedEarly));
     if (rd.readStates.length || rd.droppedReads.length) this.hooks.readStates(rd.readStates, rd.droppedReads);
     this.raft.advance(rd);
     this.hooks.afterAdvance();
   }
 
+  private applyCommitted(entries: readonly Entry[]): void {
+    if (entries.length === 0) return;
+    this.hooks.apply(entries);
+    this.stats.entriesApplied += entries.length;
+  }
+
   /** A failed write leaves us unable to promise durability: stop rather than go on. */
   private fail(e: unknown): void {
+    this.failed = true;
     this.running = false;
     for (const w of this.loopWaiters.splice(0)) w();
     this.log.error({ err: e }, 'raft driver failed');

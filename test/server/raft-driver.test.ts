@@ -1,8 +1,9 @@
 // RaftDriver with its seams injected: a storage whose writes complete when the test says
 // (as LevelDB's do, later), and timers the test runs by hand. What production's ordering
 // promises: the leader's AppendEntries leave before its own write; votes and append
-// acknowledgements only once the write is durable; a commit-only Ready writes nothing, and
-// a clean stop writes the commit index it held back. (The simulator runs the same driver
+// acknowledgements only once the write is durable; committed entries are applied while the
+// write of newer ones is in flight, but the core is advanced only after it; a commit-only
+// Ready writes nothing, and a clean stop writes the commit index it held back. (The simulator runs the same driver
 // with a store that is durable on return: test/sim.)
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -27,6 +28,7 @@ function setup(id: string, preVote = false) {
       }),
   };
   const soon: (() => void)[] = [];
+  const advances = { count: 0 };
   const timers: DriverTimers = { soon: (fn) => void soon.push(fn), every: () => () => {} };
   const hooks: DriverHooks = {
     send: (msgs) => {
@@ -39,7 +41,7 @@ function setup(id: string, preVote = false) {
     installSnapshot: () => {},
     readStates: () => {},
     softState: (s) => events.push(`role ${s.role}`),
-    afterAdvance: () => {},
+    afterAdvance: () => void advances.count++,
     paused: () => {},
     fatal: (err) => {
       throw err;
@@ -55,7 +57,7 @@ function setup(id: string, preVote = false) {
     for (const w of writes.splice(0)) w.done();
     await new Promise((r) => setImmediate(r));
   };
-  return { raft, driver, events, writes, sent, turn, completeWrites };
+  return { raft, driver, events, writes, sent, turn, completeWrites, advances };
 }
 
 test('a vote leaves only once the new term and vote are durable', async () => {
@@ -112,4 +114,43 @@ test('a commit-only Ready writes nothing; a clean stop writes the commit index i
   assert.deepEqual(writes.map((w) => w.w.hardState), [{ term: 2, vote: null, commit: 1 }]);
   await completeWrites();
   await stopping;
+});
+
+test('committed entries are applied while the write of newer ones runs; the acknowledgement and the advance wait for it', async () => {
+  const { raft, driver, events, writes, turn, completeWrites, advances } = setup('b');
+  const entry = (index: number) => ({ term: 2, index, type: 'normal' as const, data: enc.encode(`e${index}`) });
+  raft.step({ type: 'app', from: 'a', to: 'b', term: 2, index: 0, logTerm: 0, commit: 0, entries: [entry(1)] });
+  driver.kick();
+  await turn();
+  await completeWrites();
+  events.length = 0;
+  const advancedBefore = advances.count;
+  // Entry 2 arrives with the news that entry 1 (already durable here) is committed.
+  raft.step({ type: 'app', from: 'a', to: 'b', term: 2, index: 1, logTerm: 2, commit: 1, entries: [entry(2)] });
+  driver.kick();
+  await turn();
+  assert.equal(writes.length, 1, events.join('; '));
+  assert.deepEqual(events, ['write 1 entries, term 2 vote null commit 1', 'apply 1'], 'entry 1 applied during the write');
+  assert.equal(advances.count, advancedBefore, 'the core is not advanced before the write is durable');
+  assert.equal(raft.log.applied, 0);
+  await completeWrites();
+  assert.deepEqual(events.slice(2), ['send appResp to a'], 'applied once, acknowledged after the write');
+  assert.equal(advances.count, advancedBefore + 1);
+  assert.equal(raft.log.applied, 1);
+});
+
+test('a committed entry that the same write makes durable is applied only after it', async () => {
+  const { raft, driver, events, turn, completeWrites } = setup('b');
+  raft.step({ type: 'heartbeat', from: 'a', to: 'b', term: 2, commit: 0 }); // follower of a at term 2
+  driver.kick();
+  await turn();
+  await completeWrites();
+  events.length = 0;
+  const entry = { term: 2, index: 1, type: 'normal' as const, data: enc.encode('e1') };
+  raft.step({ type: 'app', from: 'a', to: 'b', term: 2, index: 0, logTerm: 0, commit: 1, entries: [entry] });
+  driver.kick();
+  await turn();
+  assert.deepEqual(events, ['write 1 entries, term 2 vote null commit 1'], 'not applied before its own write');
+  await completeWrites();
+  assert.deepEqual(events.slice(1), ['send appResp to a', 'apply 1']);
 });
