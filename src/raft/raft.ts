@@ -736,6 +736,15 @@ export class RaftNode {
 
   /** Figure 2, Leaders, last rule, and Figure 8: only an entry of the current term is
    *  committed by counting replicas; earlier entries commit indirectly with it. */
+  /**
+   * The leader counts its own log as it is in memory (thesis §10.2.1: it writes in parallel
+   * with replicating). That is safe only because nothing carrying a commit index leaves this
+   * node except through a Ready, and a Ready is built only after the previous one's write
+   * completed: a follower can have acknowledged only entries that an earlier Ready handed to
+   * the driver, so by the time a commit index that counts them is sent or applied, they are
+   * durable here too. A driver that sent appends between Readys would have to count
+   * log.stableIndex here instead.
+   */
   private maybeCommit(): boolean {
     const matches = this.conf.voters.map((v) => (v === this.id ? this.log.lastIndex() : (this.prs.get(v)?.match ?? 0)));
     const mci = quorumIndex(matches);
