@@ -734,9 +734,10 @@ export class RaftNode {
     }
   }
 
-  /** Figure 2, Leaders, last rule, and Figure 8: only an entry of the current term is
-   *  committed by counting replicas; earlier entries commit indirectly with it. */
   /**
+   * Figure 2, Leaders, last rule, and Figure 8: only an entry of the current term is
+   * committed by counting replicas; earlier entries commit indirectly with it.
+   *
    * The leader counts its own log as it is in memory (thesis §10.2.1: it writes in parallel
    * with replicating). That is safe only because nothing carrying a commit index leaves this
    * node except through a Ready, and a Ready is built only after the previous one's write

@@ -147,11 +147,12 @@ export class RaftDriver {
         const pending = plan.write ? this.storage.save(plan.write) : undefined;
         if (pending) {
           const appliedEarly = appliableDuringWrite(rd, this.raft.log.stableIndex);
-          this.applyCommitted(rd.committedEntries.slice(0, appliedEarly));
+          // Handlers first: an apply that throws must not leave the write's outcome unheard.
           pending.then(
             () => this.resume(rd, plan, appliedEarly),
             (err: unknown) => this.fail(err),
           );
+          this.applyCommitted(rd.committedEntries.slice(0, appliedEarly));
           return;
         }
         this.finish(rd, plan, 0);
@@ -201,8 +202,11 @@ export class RaftDriver {
     this.stats.entriesApplied += entries.length;
   }
 
-  /** A failed write leaves us unable to promise durability: stop rather than go on. */
+  /** A failed write leaves us unable to promise durability: stop rather than go on. Once
+   *  only: an apply that threw while a write was in flight may be followed by that write's
+   *  own failure. */
   private fail(e: unknown): void {
+    if (this.failed) return;
     this.failed = true;
     this.running = false;
     for (const w of this.loopWaiters.splice(0)) w();

@@ -3,8 +3,8 @@
 // promises: the leader's AppendEntries leave before its own write; votes and append
 // acknowledgements only once the write is durable; committed entries are applied while the
 // write of newer ones is in flight, but the core is advanced only after it; a commit-only
-// Ready writes nothing, and a clean stop writes the commit index it held back. (The simulator runs the same driver
-// with a store that is durable on return: test/sim.)
+// Ready writes nothing, and a clean stop writes the commit index it held back. (The
+// simulator runs the same driver with a store that is durable on return: test/sim.)
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RaftNode, type Message, type ReadyWrite } from '../../src/raft/index.js';
@@ -153,4 +153,45 @@ test('a committed entry that the same write makes durable is applied only after 
   assert.deepEqual(events, ['write 1 entries, term 2 vote null commit 1'], 'not applied before its own write');
   await completeWrites();
   assert.deepEqual(events.slice(1), ['send appResp to a', 'apply 1']);
+});
+
+test('an apply that throws while a write is in flight, then that write failing too, is one fatal error', async () => {
+  const raft = new RaftNode(
+    { id: 'b', heartbeatTicks: 1, electionTicks: 10, random: () => 0 },
+    { hardState: { term: 2, vote: null, commit: 0 }, conf: { voters: ['a', 'b', 'c'], learners: [] }, entries: [{ term: 2, index: 1, type: 'normal', data: enc.encode('e1') }] },
+  );
+  raft.step({ type: 'heartbeat', from: 'a', to: 'b', term: 2, commit: 0 });
+  const rejects: ((e: Error) => void)[] = [];
+  const fatals: string[] = [];
+  const soon: (() => void)[] = [];
+  const driver = new RaftDriver(
+    raft,
+    { save: () => new Promise<void>((_, reject) => void rejects.push(reject)) },
+    {
+      send: () => {},
+      apply: () => {
+        throw new Error('apply failed');
+      },
+      installSnapshot: () => {},
+      readStates: () => {},
+      softState: () => {},
+      afterAdvance: () => {},
+      paused: () => {},
+      fatal: (err) => void fatals.push(err.message),
+    },
+    10,
+    100,
+    { error: () => {} },
+    () => 0,
+    { soon: (fn) => void soon.push(fn), every: () => () => {} },
+  );
+  driver.kick();
+  for (const fn of soon.splice(0)) fn(); // learns its leader: nothing to write or apply
+  raft.step({ type: 'app', from: 'a', to: 'b', term: 2, index: 1, logTerm: 2, commit: 1, entries: [{ term: 2, index: 2, type: 'normal', data: enc.encode('e2') }] });
+  driver.kick();
+  for (const fn of soon.splice(0)) fn(); // entry 2 written, entry 1 (durable) applied: it throws
+  assert.equal(rejects.length, 1);
+  for (const r of rejects.splice(0)) r(new Error('write failed'));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(fatals, ['apply failed']);
 });
