@@ -2,14 +2,15 @@
 // acknowledged), or a hard state older than the one it had, is a start-up error naming what
 // is gone; a log the leader legitimately shortened is not.
 import assert from 'node:assert/strict';
-import { unlink, writeFile } from 'node:fs/promises';
+import { copyFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import type { Entry } from '../../src/raft/types.js';
 import { RaftStorage, StorageError } from '../../src/storage/index.js';
 import { entryKey, HARD_STATE_KEY } from '../../src/storage/keys.js';
 import { encodeHardState } from '../../src/storage/records.js';
-import { readWatermark, WATERMARK_FILE } from '../../src/storage/watermark.js';
+import { FLUSH_MS, readWatermark, WATERMARK_FILE, type Watermark } from '../../src/storage/watermark.js';
 import { dataDirs, withRawDb } from './fixture.js';
 
 const ID = { clusterId: 'c1', nodeId: 'n1' };
@@ -43,21 +44,64 @@ test('a log that lost its last entries refuses to open and says how many are gon
   });
 });
 
-test('a lengthened log is in the watermark file as soon as save resolves, before any flush', async () => {
-  // A longer log alone is marked in the page cache and fdatasync'd later (off the commit
-  // path); a process killed right after the save must still leave that mark behind, since
-  // its acknowledgement may have left. Read the file while the writer is still open.
+async function markOnDisk(dir: string): Promise<Watermark | null> {
+  const found = await readWatermark(dir);
+  return found.kind === 'ok' ? found.mark : null;
+}
+
+test('a lengthened log reaches the watermark file after the save, coalesced, and at close', async () => {
+  // A longer log alone is marked off the commit path: the save does not wait for the mark,
+  // a timer writes and fdatasyncs the newest one (FLUSH_MS), and close() flushes it.
   const dir = await freshDir();
   const s = await RaftStorage.open(dir, ID);
   await s.load();
   await s.save({ hardState: { term: 2, vote: 'n2', commit: 0 }, entries: entries(1, 3, 2) });
-  for (let i = 4; i <= 40; i += 4) {
-    await s.save({ entries: entries(i, i + 3, 2) });
-    const found = await readWatermark(dir);
-    assert.equal(found.kind, 'ok');
-    assert.deepEqual(found.kind === 'ok' && found.mark, { lastIndex: i + 3, term: 2, voted: true });
+  for (let i = 4; i <= 40; i += 4) await s.save({ entries: entries(i, i + 3, 2) });
+  const want = { lastIndex: 43, term: 2, voted: true };
+  const deadline = performance.now() + 5_000;
+  while (!isDeepStrictEqual(await markOnDisk(dir), want)) {
+    assert.ok(performance.now() < deadline, `the mark never reached the file: ${JSON.stringify(await markOnDisk(dir))}`);
+    await new Promise((r) => setTimeout(r, FLUSH_MS / 5));
   }
+  await s.save({ entries: entries(44, 47, 2) });
   await s.close();
+  assert.deepEqual(await markOnDisk(dir), { lastIndex: 47, term: 2, voted: true });
+});
+
+test('a mark that lags the log (the process died before its flush) opens, and is raised at once', async () => {
+  const dir = await freshDir();
+  await written(dir);
+  // Put back the mark of a shorter log, as a kill between a save and its flush leaves it.
+  const early = await freshDir();
+  const s = await RaftStorage.open(early, ID);
+  await s.load();
+  await s.save({ hardState: { term: 2, vote: 'n2', commit: 5 }, entries: entries(1, 6, 2) });
+  await s.close();
+  await copyFile(join(early, WATERMARK_FILE), join(dir, WATERMARK_FILE));
+  assert.equal((await markOnDisk(dir))?.lastIndex, 6);
+  const again = await RaftStorage.open(dir, ID);
+  assert.deepEqual(await markOnDisk(dir), { lastIndex: 10, term: 2, voted: true });
+  assert.equal((await again.load()).entries.length, 10);
+  await again.close();
+});
+
+test('a lowered mark is never overtaken by a longer one that was waiting for its flush', async () => {
+  // Entries 1-10 leave a mark of 10 waiting for the timer; a new leader's shorter suffix
+  // (7-8, same stored term) lowers the mark to 8 before LevelDB drops 9-10. The waiting 10
+  // must not land afterwards: it would claim entries LevelDB no longer holds, and the node
+  // would refuse to start on a sound log.
+  const dir = await freshDir();
+  const s = await RaftStorage.open(dir, ID);
+  await s.load();
+  await s.save({ hardState: { term: 3, vote: null, commit: 0 }, entries: entries(1, 3, 2) });
+  await s.save({ entries: entries(4, 10, 2) });
+  await s.save({ entries: entries(7, 8, 3) });
+  assert.deepEqual(await markOnDisk(dir), { lastIndex: 8, term: 3, voted: false });
+  await s.close();
+  assert.deepEqual(await markOnDisk(dir), { lastIndex: 8, term: 3, voted: false });
+  const again = await RaftStorage.open(dir, ID);
+  assert.equal((await again.load()).entries.length, 8);
+  await again.close();
 });
 
 test('a hard state older than the one written (a lost vote) refuses to open', async () => {
