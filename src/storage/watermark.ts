@@ -10,7 +10,7 @@
 // sequence is the watermark.
 //
 //   slot: "PWM1" | u32 seq | f64 lastIndex | f64 term | u8 voted | 3 pad | u32 crc32(0..28)
-import { close, constants, fdatasync, open as openFd, write as writeFd } from 'node:fs';
+import { close, constants, fdatasync, open as openFd, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -83,11 +83,11 @@ function encodeSlot(mark: Watermark, seq: number): Buffer {
  *  - `now`: written and fdatasync'd. For a mark that lowers the index (it must be on disk
  *    before LevelDB shortens the log, or a power cut could leave it claiming more than
  *    LevelDB holds) and for a term or vote change (rare; cheap to make exact).
- *  - `soon`: written and fdatasync'd within FLUSH_MS, off the commit path; the save that
- *    raised it resolves at once. For the mark raised after each appending batch: see "The
- *    watermark" in docs/internals.md for what this gives up (a log that loses part of its
- *    synced tail within FLUSH_MS of a crash or power cut goes undetected) and what it buys
- *    (no second device flush and no file write per commit).
+ *  - `soon`: written into the page cache at once, fdatasync'd within FLUSH_MS off the
+ *    commit path. For the mark raised after each appending batch: see "The watermark" in
+ *    docs/internals.md for what this gives up (a power cut inside the flush window that
+ *    also truncates LevelDB's synced tail goes undetected) and what it buys (a second
+ *    device flush per commit, which had cost 35-40 % of one-client throughput on this disk).
  */
 export type MarkDurability = 'now' | 'soon';
 
@@ -97,18 +97,15 @@ export const FLUSH_MS = 50;
 /**
  * The open watermark file: each write goes to the slot the last valid one is not in.
  *
- * `soon` marks are coalesced: only the newest one is written, by a timer, with the
- * fdatasync after it. A mark on disk that lags the log is harmless (the start-up check is
- * that the log reaches the mark, and the first open raises a lagging mark at once); a mark
- * ahead of the log would refuse a sound node, so every file operation runs one after
- * another and a `now` mark supersedes a `soon` one not yet written.
+ * Writes are ordinary pwrites: once one resolves the slot is in the kernel's page cache,
+ * which survives the death of this process (kill -9, a crash, OOM) though not of the
+ * machine. Durability against a power cut comes from fdatasync: at once for `now` marks,
+ * within FLUSH_MS for `soon` ones, and on close.
  */
 export class WatermarkFile {
-  /** A `soon` mark not yet written. */
-  private unwritten: Watermark | null = null;
+  private dirty = false;
   private flushTimer: NodeJS.Timeout | null = null;
-  /** The last file operation queued; each waits for the one before (see exclusive). */
-  private tail: Promise<void> = Promise.resolve();
+  private flushing: Promise<void> | null = null;
   /** A failed background flush: every later write fails with it (the node must restart). */
   private flushError: unknown = null;
 
@@ -126,90 +123,78 @@ export class WatermarkFile {
     const file = new WatermarkFile(fd, seq ?? 0, initial);
     if (seq === null) {
       // A new file: write both slots so that neither reads as corruption later.
-      await file.put(encodeSlot(initial, 0), 0);
-      await file.put(encodeSlot(initial, 1), SLOT);
+      file.put(encodeSlot(initial, 0), 0);
+      file.put(encodeSlot(initial, 1), SLOT);
       file.seq = 1;
-      await file.fdatasync();
+      await file.sync();
     }
     return file;
   }
 
-  /** The newest mark asked for (on disk within FLUSH_MS of the request, or at once for `now`). */
   get mark(): Watermark {
     return this.current;
   }
 
-  /** Ask for `mark`; a `now` mark resolves once it is on disk, a `soon` one at once. */
+  /** Write `mark`; resolves once it is in the page cache and, for `now`, on disk. */
   async write(mark: Watermark, durability: MarkDurability): Promise<void> {
     if (this.flushError !== null) throw this.flushError;
+    const seq = this.seq + 1;
+    this.put(encodeSlot(mark, seq), (seq % 2) * SLOT);
+    this.seq = seq;
     this.current = mark;
-    if (durability === 'soon') {
-      this.unwritten = mark;
-      this.flushLater();
-      return;
+    if (durability === 'now') {
+      await this.sync();
+    } else {
+      this.dirty = true;
+      if (this.flushTimer === null) {
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = null;
+          this.sync().catch((err: unknown) => {
+            this.flushError = err;
+          });
+        }, FLUSH_MS);
+        // Not a reason to keep a process alive: the write is in the page cache already.
+        this.flushTimer.unref();
+      }
     }
-    this.unwritten = null; // superseded by this newer mark
-    await this.exclusive(() => this.writeAndSync(mark));
   }
 
   async close(): Promise<void> {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     try {
-      await this.flush();
+      if (this.dirty || this.flushing !== null) await this.sync();
     } finally {
       await new Promise<void>((resolve, reject) => close(this.fd, (err) => (err ? reject(err) : resolve())));
     }
   }
 
-  private flushLater(): void {
-    if (this.flushTimer !== null) return;
-    this.flushTimer = setTimeout(() => {
-      this.flushTimer = null;
-      this.flush().catch((err: unknown) => {
-        this.flushError ??= err;
-      });
-    }, FLUSH_MS);
-    // Not a reason to keep a process alive: close() flushes.
-    this.flushTimer.unref();
+  /** fdatasync whatever was written before this call; one at a time. */
+  private async sync(): Promise<void> {
+    while (this.flushing !== null) await this.flushing;
+    this.dirty = false;
+    this.flushing = new Promise<void>((resolve, reject) => fdatasync(this.fd, (e) => (e ? reject(e) : resolve())));
+    try {
+      await this.flushing;
+    } catch (err) {
+      this.dirty = true;
+      throw err;
+    } finally {
+      this.flushing = null;
+    }
   }
 
-  /** Write and fdatasync the `soon` mark not yet written, if any. */
-  private flush(): Promise<void> {
-    return this.exclusive(async () => {
-      const mark = this.unwritten;
-      this.unwritten = null;
-      if (mark !== null) await this.writeAndSync(mark);
-    });
-  }
-
-  /** Run `op` after every file operation queued before it. */
-  private exclusive(op: () => Promise<void>): Promise<void> {
-    const run = this.tail.then(op);
-    this.tail = run.catch(() => {});
-    return run;
-  }
-
-  private async writeAndSync(mark: Watermark): Promise<void> {
-    const seq = this.seq + 1;
-    await this.put(encodeSlot(mark, seq), (seq % 2) * SLOT);
-    this.seq = seq;
-    await this.fdatasync();
-  }
-
-  private fdatasync(): Promise<void> {
-    return new Promise((resolve, reject) => fdatasync(this.fd, (e) => (e ? reject(e) : resolve())));
-  }
-
-  /** One slot, in the page cache when this resolves. */
-  private put(slot: Buffer, position: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      writeFd(this.fd, slot, 0, SLOT, position, (err, written) => {
-        if (err) return reject(err);
-        if (written !== SLOT) return reject(new Error(`short write of the watermark (${written} of ${SLOT} bytes)`));
-        resolve();
-      });
-    });
+  /**
+   * One slot, in the page cache when this returns. Synchronous on purpose: a 32-byte pwrite
+   * into the page cache takes microseconds, while handing it to the thread pool put a
+   * round trip (two thread wake-ups and a loop turn) on every appending save, which is on
+   * every acknowledgement's path (docs/benchmarks.md, "The watermark off the thread pool").
+   * It can wait on the disk only where the device demands stable pages under writeback
+   * (queue/stable_writes), and then for one flush at most.
+   */
+  private put(slot: Buffer, position: number): void {
+    const written = writeSync(this.fd, slot, 0, SLOT, position);
+    if (written !== SLOT) throw new Error(`short write of the watermark (${written} of ${SLOT} bytes)`);
   }
 }
 

@@ -41,12 +41,19 @@ async function write(c: TestCluster, via: string, keys: number, grants: number):
   }
 }
 
-/** Every key is readable through `via` (a linearizable read served by that node). */
+/** Every key is readable through `via` (a linearizable read served by that node). A read
+ *  answered UNAVAILABLE (no leader confirmed it: a member just made a voter may not know
+ *  the leader yet) is retried, as the protocol tells a client to, for up to 10 s. */
 async function allReadable(c: TestCluster, via: string, keys: number): Promise<void> {
   const client = await RawClient.connect(c.node(via).clientUrl);
+  const deadline = Date.now() + 10_000;
   try {
     for (let i = 0; i < keys; i++) {
-      const r = await client.call({ op: 'kvGet', key: `k${i}` });
+      let r = await client.call({ op: 'kvGet', key: `k${i}` });
+      while (!r.ok && r.error.code === 'UNAVAILABLE' && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 50));
+        r = await client.call({ op: 'kvGet', key: `k${i}` });
+      }
       assert.ok(r.ok, `${via}: ${JSON.stringify(r)}`);
       assert.ok(r.result, `${via}: k${i} is gone`);
       assert.equal(new TextDecoder().decode(r.result.value), `v${i}`);

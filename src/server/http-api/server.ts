@@ -229,8 +229,8 @@ const LINGER_MS = 1_000;
  * body still arriving that is a reset, which can lose the answer before the client reads it
  * (an HTTP client writing a body reads the answer only then). Draining the rest instead, as
  * Node would for a keep-alive connection, lets a client make that last the whole request
- * deadline (6.5 GB in 10 s on loopback). So the rest is read and dropped for at most
- * LINGER_MS or `maxBytes`, then the connection is cut.
+ * deadline (6.5 GB in 10 s on loopback). So the rest is read and dropped up to `maxBytes`,
+ * then no longer read, and the connection is cut LINGER_MS after the answer.
  */
 function drainThenClose(socket: Socket, maxBytes: number): void {
   if (socket.destroyed) return;
@@ -241,7 +241,9 @@ function drainThenClose(socket: Socket, maxBytes: number): void {
   socket.once('close', () => clearTimeout(timer));
   socket.on('data', (chunk: Buffer) => {
     drained += chunk.length;
-    if (drained > maxBytes) socket.destroy();
+    // Past the bound, stop reading rather than cut: a reset now, with the client still
+    // writing, can lose the answer it has not read yet. The linger timer cuts it.
+    if (drained > maxBytes) socket.pause();
   });
 }
 
