@@ -345,6 +345,7 @@ export class PalisadeNode {
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     this.duties.stop();
+    this.reads?.stop();
     this.leaseBatch.stop();
     this.health?.stop();
     await this.driver?.stop();

@@ -29,6 +29,7 @@ export class ReadIndexBatcher {
   private counter = 0;
   private lastStart = Number.NEGATIVE_INFINITY;
   private spaced: NodeJS.Timeout | null = null;
+  private stopped = false;
 
   constructor(
     private readonly raft: RaftNode,
@@ -41,6 +42,7 @@ export class ReadIndexBatcher {
 
   /** Resolves with a read index confirmed by a heartbeat round started after this call. */
   request(urgency: Urgency = 'read'): Promise<number> {
+    if (this.stopped) return Promise.reject(new ReadUnavailable('the node is stopping'));
     return new Promise((resolve, reject) => {
       this.next.push({ resolve, reject });
       if (urgency === 'read') this.readWaiting = true;
@@ -84,6 +86,19 @@ export class ReadIndexBatcher {
   /** Leadership or the leader changed: a round in flight will not be answered. */
   abort(): void {
     if (this.inflight) this.finish(this.inflight.key, null);
+  }
+
+  /** The node is stopping: every waiter is told no leader confirmed it (so its caller is
+   *  answered rather than left hanging), no round starts, and no timer is left behind. */
+  stop(): void {
+    this.stopped = true;
+    if (this.spaced) clearTimeout(this.spaced);
+    this.spaced = null;
+    const waiters = [...(this.inflight?.waiters ?? []), ...this.next];
+    if (this.inflight) clearTimeout(this.inflight.timer);
+    this.inflight = null;
+    this.next = [];
+    for (const w of waiters) w.reject(new ReadUnavailable('the node is stopping'));
   }
 
   private finish(key: string, index: number | null): void {

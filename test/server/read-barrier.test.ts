@@ -74,3 +74,22 @@ test('a waiting keepalive gets its round once the spacing has passed, and never 
   await k2;
   assert.equal(k2Index, 2);
 });
+
+test('stop answers every waiter, in a round or waiting for one, and starts no round after', async () => {
+  const { raft, rounds } = fakeCore();
+  let now = 0;
+  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', () => now, 5);
+  const inRound = b.request('read');
+  const queued = b.request('lease');
+  const outcomes = Promise.allSettled([inRound, queued]);
+  b.stop();
+  const [r1, r2] = await outcomes;
+  assert.equal(r1.status, 'rejected');
+  assert.equal(r2.status, 'rejected');
+  assert.equal(rounds.length, 1, 'no round started after stop');
+  await assert.rejects(b.request('read'), /stopping/);
+  answer(b, rounds[0]!, 9); // a late answer to the abandoned round changes nothing
+  now = 1_000;
+  await settled();
+  assert.equal(rounds.length, 1);
+});
