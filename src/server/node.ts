@@ -349,6 +349,8 @@ export class PalisadeNode {
     this.leaseBatch.stop();
     this.health?.stop();
     await this.driver?.stop();
+    // A snapshot asked for mid-Ready waits for an advance that will not come now.
+    for (const w of this.snapshotWanted.splice(0)) w.reject(new Error('node stopping'));
     await this.peers?.stop();
     this.proposals.failAll(new Error('node stopping'));
     await this.storage?.close();
@@ -486,6 +488,7 @@ export class PalisadeNode {
   /** Snapshot the machine at its applied index, store it and compact the log: now, or once
    *  the Ready being applied has been advanced. */
   snapshotNow(): Promise<number> {
+    if (this.stopping) return Promise.reject(new Error('node stopping'));
     if (this.machine.appliedIndex <= this.raft.log.applied) return this.takeSnapshot();
     return new Promise((resolve, reject) => this.snapshotWanted.push({ resolve, reject }));
   }
