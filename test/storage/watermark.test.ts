@@ -21,6 +21,12 @@ function entries(from: number, to: number, term: number): Entry[] {
   return out;
 }
 
+/** The valid mark in the file, or null when it is missing or corrupt. */
+async function markOnDisk(dir: string): Promise<Watermark | null> {
+  const found = await readWatermark(dir);
+  return found.kind === 'ok' ? found.mark : null;
+}
+
 async function written(dir: string): Promise<void> {
   const s = await RaftStorage.open(dir, ID);
   await s.load();
@@ -43,11 +49,6 @@ test('a log that lost its last entries refuses to open and says how many are gon
   });
 });
 
-async function markOnDisk(dir: string): Promise<Watermark | null> {
-  const found = await readWatermark(dir);
-  return found.kind === 'ok' ? found.mark : null;
-}
-
 test('a lengthened log is in the watermark file as soon as save resolves, before any flush', async () => {
   // A longer log alone is marked in the page cache and fdatasync'd later (off the commit
   // path); a process killed right after the save must still leave that mark behind, since
@@ -58,9 +59,7 @@ test('a lengthened log is in the watermark file as soon as save resolves, before
   await s.save({ hardState: { term: 2, vote: 'n2', commit: 0 }, entries: entries(1, 3, 2) });
   for (let i = 4; i <= 40; i += 4) {
     await s.save({ entries: entries(i, i + 3, 2) });
-    const found = await readWatermark(dir);
-    assert.equal(found.kind, 'ok');
-    assert.deepEqual(found.kind === 'ok' && found.mark, { lastIndex: i + 3, term: 2, voted: true });
+    assert.deepEqual(await markOnDisk(dir), { lastIndex: i + 3, term: 2, voted: true });
   }
   await s.close();
 });
