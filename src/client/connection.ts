@@ -241,7 +241,7 @@ export class Connection {
       const id = this.nextId++;
       this.pending.set(id, { resolve, reject, sentAt: this.clock.now() });
       try {
-        this.ws.send(encodeFrame({ ...body, id } as Request));
+        this.ws.send(encodeFrame({ id, ...body } as Request)); // id first: see RaftNode.send
       } catch (e) {
         reject(new ConnectionLostError(`cannot send to ${this.url}: ${(e as Error).message}`));
       }

@@ -95,12 +95,12 @@ export class Lock extends LeaseHandle implements FenceHolder {
 
   /** put fenced by this lock: applies only while this lock is held with this token. */
   put(key: string, value: KvValue, options: LockPutOptions = {}): Promise<PutResult> {
-    return putKey(this.core, key, value, { ...options, fence: this });
+    return putKey(this.core, key, value, Object.assign({}, options, { fence: this })); // not spread-then-add: RaftNode.send
   }
 
   /** delete fenced by this lock. */
   delete(key: string, options: LockPutOptions = {}): Promise<DeleteResult> {
-    return deleteKey(this.core, key, { ...options, fence: this });
+    return deleteKey(this.core, key, Object.assign({}, options, { fence: this }));
   }
 
   /**

@@ -188,7 +188,8 @@ export class SessionManager {
     const linked = options.signal ? anySignal([options.signal, session.signal]) : null;
     try {
       return await this.link.call(
-        () => ({ ...makeBody(), session: session.id, seq, ackedSeq: session.ackedSeq }) as RequestBody,
+        // The added fields go first: spread-then-add is ~1 µs a request on Node 20 (see Message in raft.ts).
+        () => ({ session: session.id, seq, ackedSeq: session.ackedSeq, ...makeBody() }) as RequestBody,
         { deadline: options.deadline, signal: linked?.signal ?? session.signal },
       );
     } catch (e) {

@@ -958,7 +958,9 @@ export class RaftNode {
   // ---- output -------------------------------------------------------------------------
 
   private send(m: Omit<Message, 'from'>): void {
-    this.msgs.push({ ...m, from: this.id } as Message);
+    // `from` first: V8 11 (Node 20) makes `{ ...m, from }` a new hidden class per call, ~1 µs
+    // each (docs/benchmarks.md, "Spread, then a new property"); spread last costs ~40 ns.
+    this.msgs.push({ from: this.id, ...m } as Message);
   }
 
   hasReady(): boolean {

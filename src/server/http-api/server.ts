@@ -182,7 +182,8 @@ export class HttpApi {
     // The body is read only once the token is accepted: an unauthenticated client costs no more than its headers.
     const input: Input = method === 'POST' ? await readJsonBody(req, this.opts.limits.maxFrameBytes) : Object.fromEntries(url.searchParams);
     const waitMs = route.op === 'acquire' ? waitMsOf(input) : 0;
-    const parsed = parseRequest({ ...route.fields(input), id: 0, op: route.op });
+    // Added to the fresh object, not spread into a new one (see RaftNode.send for why).
+    const parsed = parseRequest(Object.assign(route.fields(input), { id: 0, op: route.op }));
     if (isRequestError(parsed)) return sendError(res, parsed.error);
     // What stays open (a stream, a long poll) holds a connection slot of its address while it does.
     const release = route.stream || waitMs > 0 ? this.holdSlot(req.socket.remoteAddress ?? 'unknown') : null;
