@@ -49,7 +49,7 @@ export class LeaderDuties {
    *  of it has passed). */
   becameLeader(): void {
     const m = this.core.machine();
-    this.leases.activate(this.now(), [...m.sessions()].map((s) => ({ id: s.id, ttlMs: s.ttlMs })));
+    this.leases.activate(this.now(), m.sessionLeases());
     for (const d of m.pendingLockDelays()) this.armLockDelay(d.name, d.delayMs, d.since);
   }
 

@@ -49,13 +49,15 @@ export class LeaseKeeper {
     return this.leases.size;
   }
 
-  /** This node became leader: every known session gets a full TTL from now. */
-  activate(now: number, sessions: Iterable<{ id: number; ttlMs: number }>): void {
+  /** This node became leader: every known session gets a full TTL from now. Takes the
+   *  machine's lease iterator as it is: at 300,000 sessions, copying it into arrays first
+   *  doubled the time a new leader's loop spent here before its first heartbeat. */
+  activate(now: number, sessions: Iterable<{ readonly session: number; readonly ttlMs: number }>): void {
     this.active = true;
     this.leases.clear();
     this.heap.clear();
     this.graceFrom = Number.NEGATIVE_INFINITY;
-    for (const s of sessions) this.track(s.id, s.ttlMs, now);
+    for (const s of sessions) this.track(s.session, s.ttlMs, now);
   }
 
   deactivate(): void {

@@ -5,7 +5,7 @@ import { LeaseKeeper } from '../../src/server/lease-keeper.js';
 
 test('a lease is due TTL after its last keepalive, not before', () => {
   const k = new LeaseKeeper(1000);
-  k.activate(0, [{ id: 1, ttlMs: 100 }]);
+  k.activate(0, [{ session: 1, ttlMs: 100 }]);
   assert.deepEqual(k.due(99), []);
   assert.equal(k.keepAlive(1, 50), 100);
   assert.deepEqual(k.due(149), [], 'the keepalive at 50 moved the deadline to 150');
@@ -14,7 +14,7 @@ test('a lease is due TTL after its last keepalive, not before', () => {
 
 test('a late-confirmed older keepalive never shortens a deadline', () => {
   const k = new LeaseKeeper(1000);
-  k.activate(0, [{ id: 1, ttlMs: 100 }]);
+  k.activate(0, [{ session: 1, ttlMs: 100 }]);
   k.keepAlive(1, 80);
   k.keepAlive(1, 40);
   assert.deepEqual(k.due(179), []);
@@ -23,7 +23,7 @@ test('a late-confirmed older keepalive never shortens a deadline', () => {
 
 test('once expiry is proposed, keepalives are refused; the proposal is repeated if it did not take', () => {
   const k = new LeaseKeeper(500);
-  k.activate(0, [{ id: 7, ttlMs: 100 }]);
+  k.activate(0, [{ session: 7, ttlMs: 100 }]);
   assert.deepEqual(k.due(100), [7]);
   assert.equal(k.keepAlive(7, 101), null);
   assert.deepEqual(k.due(599), []);
@@ -34,7 +34,7 @@ test('once expiry is proposed, keepalives are refused; the proposal is repeated 
 
 test('a new leader and a resumed leader give every session a full TTL from now', () => {
   const k = new LeaseKeeper(1000);
-  k.activate(1_000, [{ id: 1, ttlMs: 100 }, { id: 2, ttlMs: 300 }]);
+  k.activate(1_000, [{ session: 1, ttlMs: 100 }, { session: 2, ttlMs: 300 }]);
   assert.deepEqual(k.due(1_099), []);
   k.graceAll(5_000);
   assert.deepEqual(k.due(5_099), []);
@@ -50,16 +50,16 @@ test('an inactive keeper (not leader) tracks nothing', () => {
 
 test('a grace reaches every lease whose expiry is not proposed', () => {
   const k = new LeaseKeeper(1000);
-  const sessions = Array.from({ length: 1000 }, (_, i) => ({ id: i + 1, ttlMs: 100 + (i % 7) }));
+  const sessions = Array.from({ length: 1000 }, (_, i) => ({ session: i + 1, ttlMs: 100 + (i % 7) }));
   k.activate(0, sessions);
   k.graceAll(5_000);
   assert.deepEqual(k.due(5_099), [], 'nothing runs out before graceFrom + TTL');
-  assert.deepEqual(k.due(5_106).sort((a, b) => a - b), sessions.map((s) => s.id));
+  assert.deepEqual(k.due(5_106).sort((a, b) => a - b), sessions.map((s) => s.session));
 });
 
 test('an expiry proposed before a pause stays proposed through the grace', () => {
   const k = new LeaseKeeper(1000);
-  k.activate(0, [{ id: 1, ttlMs: 100 }, { id: 2, ttlMs: 200 }]);
+  k.activate(0, [{ session: 1, ttlMs: 100 }, { session: 2, ttlMs: 200 }]);
   assert.deepEqual(k.due(100), [1]);
   k.graceAll(150);
   assert.equal(k.keepAlive(1, 151), null, 'its ExpireSession may still commit: no keepalive is acknowledged');
@@ -71,7 +71,7 @@ test('an expiry proposed before a pause stays proposed through the grace', () =>
 
 test('a keepalive after a grace counts from its own arrival', () => {
   const k = new LeaseKeeper(1000);
-  k.activate(0, [{ id: 1, ttlMs: 100 }]);
+  k.activate(0, [{ session: 1, ttlMs: 100 }]);
   k.graceAll(500);
   assert.equal(k.keepAlive(1, 550), 100);
   assert.deepEqual(k.due(649), []);
@@ -96,7 +96,7 @@ test('against a model that recomputes every deadline: the same sessions come due
       let grace = Number.NEGATIVE_INFINITY;
       let now = 0;
       const ids = [1, 2, 3];
-      k.activate(0, ids.map((id) => ({ id, ttlMs: ttl(id) })));
+      k.activate(0, ids.map((id) => ({ session: id, ttlMs: ttl(id) })));
       for (const id of ids) model.set(id, { deadline: ttl(id), proposedAt: 0, nextProposal: 0 });
       for (const s of steps) {
         now += s.dt;

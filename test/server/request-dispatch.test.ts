@@ -102,14 +102,14 @@ test('a follower whose leader does not serve batches (an older release) forwards
 
 test("the leader renews a batch after one confirmed round: each known session's TTL, null for one it does not keep", async () => {
   const { d, leases } = setup({ role: 'leader' });
-  leases.activate(0, [{ id: 4, ttlMs: 7_000 }, { id: 6, ttlMs: 9_000 }]);
+  leases.activate(0, [{ session: 4, ttlMs: 7_000 }, { session: 6, ttlMs: 9_000 }]);
   assert.deepEqual(await d.renewLeases([6, 5, 4]), { ok: true, result: { ttls: [9_000, null, 7_000] } });
   assert.deepEqual(await d.handle({ id: 1, op: 'keepAlive', session: 5 }, null), { ok: false, error: { code: 'UNKNOWN_SESSION', message: 'session 5 does not exist (expired or closed)' } });
 });
 
 test('a batch no round confirms is UNAVAILABLE as a whole, and so is one that reaches a follower', async () => {
   const leader = setup({ role: 'leader', readFails: true });
-  leader.leases.activate(0, [{ id: 4, ttlMs: 7_000 }]);
+  leader.leases.activate(0, [{ session: 4, ttlMs: 7_000 }]);
   assert.equal(code(await leader.d.renewLeases([4])), 'UNAVAILABLE');
   assert.equal(code(await setup({ role: 'follower' }).d.renewLeases([4])), 'UNAVAILABLE');
 });
