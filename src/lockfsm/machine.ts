@@ -16,7 +16,7 @@ import { KvStore } from './kv.js';
 import { OpLedger } from './ledger.js';
 import { LockTable } from './locks.js';
 import { SessionTable, type SessionRecord } from './sessions.js';
-import { decodeSnapshot, encodeSnapshot } from './snapshot.js';
+import { decodeSnapshot, encodeSnapshot, SnapshotEncoder } from './snapshot.js';
 import { SnapshotError } from './snapshot-reader.js';
 import type {
   Applied,
@@ -327,16 +327,26 @@ export class LockMachine {
 
   /** The full state (sessions with their kept answers, locks, elections, kv, ledger). */
   snapshot(): Uint8Array {
+    return encodeSnapshot(this.snapshotBody(this.sessionTable.toSnapshot()));
+  }
+
+  /** The state as of now, copied now and encoded by the caller a slice at a time (the same
+   *  bytes as snapshot()): the machine may apply more entries between the slices. */
+  snapshotEncoder(): SnapshotEncoder {
+    return new SnapshotEncoder(this.snapshotBody(this.sessionTable.snapshotRows()));
+  }
+
+  private snapshotBody<S>(sessions: S) {
     const ledger = this.ledger.toSnapshot();
-    return encodeSnapshot({
+    return {
       appliedIndex: this.index,
-      sessions: this.sessionTable.toSnapshot(),
+      sessions,
       locks: this.lockTable.toSnapshot(),
       elections: this.electionTable.toSnapshot(),
       kv: this.kv.toSnapshot(),
       ledgerRunning: ledger.running,
       ledgerDone: ledger.done,
-    });
+    };
   }
 
   /** Rebuilds a machine from snapshot(). Bad or truncated bytes throw a SnapshotError. */

@@ -14,6 +14,7 @@ import { invalidArgument, limitExceeded, machineError } from './errors.js';
 import { commandDigest } from './digest.js';
 import { fail, readArray, readEach, readIndex, readObject, readString, readUint } from './snapshot-reader.js';
 import type { CommandType, MachineError, Result, SessionCommand } from './types.js';
+import type { SnapshotRows } from './snapshot.js';
 
 export interface StoredAnswer {
   readonly seq: number;
@@ -182,17 +183,40 @@ export class SessionTable {
    *  label (or null) as a fifth field and the owner as a sixth when there are any: snapshots
    *  written before labels or owners existed read as before. */
   toSnapshot(): SessionSnapshot[] {
-    const out: SessionSnapshot[] = [];
-    for (const rec of this.byId.values()) {
-      // Most sessions keep no answer: one shared empty list (the encoder only reads it)
-      // saves an allocation per session, and at 300,000 sessions the snapshot runs on the
-      // event loop (docs/benchmarks.md, "The snapshot stall").
-      const answers: readonly AnswerSnapshot[] = rec.answers.length === 0 ? NO_ANSWERS : rec.answers.map(answerSnapshot);
-      if (rec.owner !== null) out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label, rec.owner]);
-      else if (rec.label !== null) out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers, rec.label]);
-      else out.push([rec.id, rec.ttlMs, rec.ackedSeq, answers]);
+    const rows = this.snapshotRows();
+    return rows.slice(0, rows.length);
+  }
+
+  /**
+   * The table as of now, its snapshot tuples built later a slice at a time: the records
+   * (whose id, TTL, label and owner never change) with a copy of what does (ackedSeq, the
+   * answers). At 300,000 sessions building every tuple at once took 130-400 ms of a loaded
+   * node's loop (docs/benchmarks.md, "The snapshot stall"); this copy is a pass over the
+   * records with no allocation for a session that keeps no answer, which most do not.
+   */
+  snapshotRows(): SnapshotRows<SessionSnapshot> {
+    const recs = Array.from(this.byId.values());
+    const acked = new Float64Array(recs.length);
+    const answers = new Map<number, readonly AnswerSnapshot[]>();
+    for (let i = 0; i < recs.length; i++) {
+      const rec = recs[i]!;
+      acked[i] = rec.ackedSeq;
+      if (rec.answers.length > 0) answers.set(i, rec.answers.map(answerSnapshot));
     }
-    return out;
+    return {
+      length: recs.length,
+      slice(from: number, to: number): SessionSnapshot[] {
+        const out: SessionSnapshot[] = [];
+        for (let i = from; i < to; i++) {
+          const rec = recs[i]!;
+          const kept = answers.get(i) ?? NO_ANSWERS;
+          if (rec.owner !== null) out.push([rec.id, rec.ttlMs, acked[i]!, kept, rec.label, rec.owner]);
+          else if (rec.label !== null) out.push([rec.id, rec.ttlMs, acked[i]!, kept, rec.label]);
+          else out.push([rec.id, rec.ttlMs, acked[i]!, kept]);
+        }
+        return out;
+      },
+    };
   }
 
   /**

@@ -43,6 +43,9 @@ import { Subscriptions, type EventSink } from './subscriptions.js';
 import { pushedEvent } from './wire.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
+/** Table rows of a snapshot encoded per event-loop turn: a few milliseconds of work on a
+ *  loaded node, well under a heartbeat interval. */
+const SNAPSHOT_ROWS_PER_TURN = 5_000;
 
 
 export interface NodeOptions {
@@ -499,8 +502,24 @@ export class PalisadeNode {
     try {
       const index = this.machine.appliedIndex;
       if (index <= this.lastSnapshotIndex || index > this.raft.log.applied) return this.lastSnapshotIndex;
-      const data = wrapSnapshot(this.machine.snapshot(), this.members);
+      // The state at `index` is copied in this turn and encoded over the next ones: in one
+      // go, at 300,000 sessions, it held the loop (and so the heartbeats) past an election
+      // timeout on every node at once (docs/benchmarks.md, "The snapshot stall").
+      const encoder = this.machine.snapshotEncoder();
       const appliedBefore = this.snapshots.pending;
+      const conf = this.raft.confState;
+      const members = new MemberDirectory(this.members.entries(), this.members.removedIds());
+      while (!encoder.step(SNAPSHOT_ROWS_PER_TURN)) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.stopping) return this.lastSnapshotIndex;
+      }
+      // The snapshot's membership is the core's at compaction time, so a conf entry applied
+      // meanwhile makes it wrong for `index`; a snapshot installed from the leader meanwhile
+      // makes it stale. Either way the next due check takes a new one.
+      if (this.raft.confState !== conf || index <= this.lastSnapshotIndex || index > this.raft.log.applied || this.raft.log.term(index) === undefined) {
+        return this.lastSnapshotIndex;
+      }
+      const data = wrapSnapshot(encoder.bytes(), members);
       const snap = this.raft.compact(index, data, this.cfg.snapshot.keepTail);
       await this.storage.saveSnapshot(snap);
       await this.storage.compact(this.raft.log.snapshotIndex);
