@@ -485,7 +485,12 @@ export class PalisadeNode {
       return;
     }
     if (this.snapshotting || !this.snapshots.due(this.machine.appliedIndex)) return;
-    void this.takeSnapshot();
+    // A snapshot that cannot be stored leaves this node unable to promise what its disk
+    // holds, like any failed write; one cut short by a stop (the storage closes between the
+    // compaction's chunks) is not a failure.
+    this.takeSnapshot().catch((err: unknown) => {
+      if (!this.stopping) this.onFatal(err instanceof Error ? err : new Error(String(err)));
+    });
   }
 
   /** Snapshot the machine at its applied index, store it and compact the log: now, or once

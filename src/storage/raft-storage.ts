@@ -60,6 +60,8 @@ type Db = Level<Uint8Array, Uint8Array>;
 type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
 
 const EMPTY_HARD_STATE: HardState = { term: 0, vote: null, commit: 0 };
+/** Entries compact() deletes per turn in the write queue (tens of milliseconds of LevelDB). */
+export const COMPACT_CHUNK = 10_000;
 
 /** What open() learns about the stored log, kept in memory so that writes need no reads. */
 interface LogBounds {
@@ -305,25 +307,36 @@ export class RaftStorage {
     return this.serially(() => this.writeSync([{ type: 'del', key: peerKey(peer) }]));
   }
 
-  /** Delete the entries up to `upTo`, which the stored snapshot must cover. */
-  compact(upTo: number): Promise<void> {
-    return this.serially(async () => {
-      const b = this.bounds;
-      if (upTo > b.snapshotIndex) {
-        throw new StorageError(this.dir, `compact: entries up to ${upTo} are not covered by the snapshot at ${b.snapshotIndex}`);
-      }
-      if (b.firstStored === null || b.lastStored === null || upTo < b.firstStored) return;
-      const hi = Math.min(upTo, b.lastStored);
-      // Not synced: if a crash loses the deletion, load() skips entries under the snapshot
-      // and the next compaction deletes them.
-      await this.db.clear({ gte: entryKey(b.firstStored), lte: entryKey(hi) });
-      if (hi === b.lastStored) {
-        b.firstStored = null;
-        b.lastStored = null;
-      } else {
-        b.firstStored = hi + 1;
-      }
-    });
+  /**
+   * Delete the entries up to `upTo`, which the stored snapshot must cover, COMPACT_CHUNK
+   * entries per turn in the write queue: the Readys' writes queued meanwhile wait for one
+   * chunk, not the whole range (deleting 160,000 entries in one go took LevelDB 190-740 ms,
+   * on every node at once, and held every write behind it).
+   */
+  async compact(upTo: number): Promise<void> {
+    while (await this.serially(() => this.compactChunk(upTo))) {
+      // one more chunk
+    }
+  }
+
+  /** Deletes the next chunk at or under `upTo`; false when nothing is left to delete. */
+  private async compactChunk(upTo: number): Promise<boolean> {
+    const b = this.bounds;
+    if (upTo > b.snapshotIndex) {
+      throw new StorageError(this.dir, `compact: entries up to ${upTo} are not covered by the snapshot at ${b.snapshotIndex}`);
+    }
+    if (b.firstStored === null || b.lastStored === null || upTo < b.firstStored) return false;
+    const hi = Math.min(upTo, b.lastStored, b.firstStored + COMPACT_CHUNK - 1);
+    // Not synced: if a crash loses the deletion, load() skips entries under the snapshot
+    // and the next compaction deletes them.
+    await this.db.clear({ gte: entryKey(b.firstStored), lte: entryKey(hi) });
+    if (hi === b.lastStored) {
+      b.firstStored = null;
+      b.lastStored = null;
+    } else {
+      b.firstStored = hi + 1;
+    }
+    return true;
   }
 
   stats(): StorageStats {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { Entry, Snapshot } from '../../src/raft/types.js';
-import { RaftStorage, StorageError } from '../../src/storage/index.js';
+import { COMPACT_CHUNK, RaftStorage, StorageError } from '../../src/storage/index.js';
 import { dataDirs, withRawDb } from './fixture.js';
 
 const ID = { clusterId: 'c1', nodeId: 'n1' };
@@ -113,6 +113,34 @@ describe('RaftStorage', () => {
     await s.save({ entries: entries(4, 4, 1) });
     assert.deepEqual((await s.load()).entries.map((e) => e.index), [3, 4]);
     await s.close();
+  });
+
+  test('compact deletes a long range a chunk at a time: a write queued meanwhile goes in between, and a compaction cut short is finished by the next', async () => {
+    const dir = await freshDir();
+    const s = await reopen(dir);
+    const last = 2 * COMPACT_CHUNK + 500;
+    const upTo = last - 100;
+    const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    await s.save({ hardState: { term: 1, vote: 'n1', commit: last }, entries: entries(1, last, 1) });
+    await s.saveSnapshot(snapshot(upTo, 1));
+    const compaction = s.compact(upTo).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    await s.save({ entries: entries(last + 1, last + 1, 1) });
+    // Closing now stops the compaction at its next chunk (a crash would, anywhere).
+    await s.close();
+    assert.match(String(await compaction), /closed/);
+    const left = await storedEntryIndexes(dir);
+    assert.ok(left[0]! > 1, 'the first chunk was deleted before the write');
+    assert.ok(left[0]! <= upTo, 'the write went in before the whole range was deleted');
+    assert.deepEqual(left, range(left[0]!, last + 1));
+
+    const again = await reopen(dir);
+    assert.deepEqual((await again.load()).entries.map((e) => e.index), range(upTo + 1, last + 1), 'load hides what the snapshot covers');
+    await again.compact(upTo);
+    await again.close();
+    assert.deepEqual(await storedEntryIndexes(dir), range(upTo + 1, last + 1));
   });
 
   test('a local snapshot hides the entries it covers; compact deletes them', async () => {
