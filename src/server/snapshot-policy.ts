@@ -4,8 +4,8 @@
 // time proportional to the whole state, not to the entries since the last one: at 300,000
 // sessions one took 70-190 ms on an idle process and 300-1,200 ms on a loaded leader, which
 // then missed its heartbeats (its encoding is now spread over event-loop turns, see
-// takeSnapshot in node.ts, but the copy it encodes is still taken in one), and with a fixed 20,000-entry period
-// opening 300,000 sessions took 15 of them, each larger than the last. With the ratio the
+// takeSnapshot in node.ts, but the copy it encodes is still taken in one); and with a fixed
+// 20,000-entry period opening 300,000 sessions took 15 of them, each larger than the last. With the ratio the
 // snapshots' total cost stays within a constant factor of the bytes applied, and the log
 // kept between snapshots is at most about that factor times the state's size.
 
