@@ -34,11 +34,17 @@ const isSolo = (f) => /^\/\/.*@solo\b/m.test(readFileSync(f, 'utf8').slice(0, 40
 const solo = files.filter(isSolo);
 const shared = files.filter((f) => !solo.includes(f));
 
+// With a file per process, node's --test-timeout bounds each FILE (measured on Node 20: the
+// file is killed and reported "test timed out"): a test that hangs then fails by its file's
+// name instead of holding the whole run until CI's own limit kills it silently. All the files
+// together take about four minutes on two cores; ten minutes for one is a hang, not a slow machine.
+const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 600_000);
+
 function run(list, concurrency) {
   if (list.length === 0) return 0;
   const r = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...flags, ...list],
+    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${FILE_TIMEOUT_MS}`, '--test-reporter=spec', ...flags, ...list],
     { stdio: 'inherit' },
   );
   return r.status ?? 1;

@@ -11,6 +11,7 @@ import { encodeFrame } from '../../src/protocol/codec.js';
 import { TestCluster, sleep } from '../support/cluster.js';
 import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS } from '../support/fuzz-targets.js';
 import { dialAsPeer, type PeerSocket } from '../support/peer-dialer.js';
+import { within } from '../support/within.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
@@ -63,16 +64,34 @@ describe('a live cluster under hostile input', () => {
     };
   }
 
+  /** A new connection, or a failure that says why: a node that a fuzzed frame ended (or
+   *  wedged) must fail this test with its seed, not leave it waiting for an 'open'. */
+  function openSocket(url: string): Promise<WebSocket> {
+    const ws = new WebSocket(url);
+    ws.on('error', () => {}); // a reset after open shows as the close the caller waits for
+    return new Promise((resolve, reject) => {
+      const fail = (why: string): void => {
+        clearTimeout(timer);
+        ws.terminate();
+        reject(new Error(`cannot reconnect to ${url} while fuzzing (${why}); ${nodesGone()} (replay: FUZZ_SEED=${SEED})`));
+      };
+      const timer = setTimeout(() => fail('no open within 10 s'), 10_000);
+      ws.once('open', () => (clearTimeout(timer), resolve(ws)));
+      ws.once('error', (err) => fail(err.message));
+    });
+  }
+
+  function nodesGone(): string {
+    const gone = c.nodes.filter((n) => c.procs.get(n.id)?.exitCode !== null).map((n) => `${n.id} exited ${c.procs.get(n.id)?.exitCode}:\n${c.logOf(n.id).slice(-2000)}`);
+    return gone.length === 0 ? 'every node is running' : gone.join('\n');
+  }
+
   /** Send each frame and wait for its answer or the connection's close. */
   async function fuzzConnection(url: string, frames: readonly Uint8Array[]): Promise<number> {
     let closes = 0;
     let ws: WebSocket | null = null;
     for (const frame of frames) {
-      if (!ws || ws.readyState !== WebSocket.OPEN) {
-        ws = new WebSocket(url);
-        ws.on('error', () => {});
-        await new Promise((r) => ws!.once('open', r));
-      }
+      if (!ws || ws.readyState !== WebSocket.OPEN) ws = await openSocket(url);
       const w: WebSocket = ws;
       const settled = new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 2000);
@@ -93,7 +112,7 @@ describe('a live cluster under hostile input', () => {
     const CONNS = 12;
     const shares = Array.from({ length: CONNS }, (_, q) => frames.filter((_, i) => i % CONNS === q));
     const closes = await Promise.all(shares.map((f) => fuzzConnection(url, f)));
-    const rounds = await holder.stop();
+    const rounds = await within(holder.stop(), 30_000, () => `the steady client's last round did not end; ${nodesGone()} (replay: FUZZ_SEED=${SEED})`);
     assert.ok(rounds >= 5, `only ${rounds} acquire/release rounds while fuzzing`);
     assert.ok(closes.reduce((a, b) => a + b, 0) > 0, 'garbage never closed a connection');
     for (const n of c.nodes) assert.equal(c.procs.get(n.id)?.exitCode, null, `${n.id} is running`);
@@ -118,15 +137,18 @@ describe('a live cluster under hostile input', () => {
       });
       peer.send(frame); // with a valid MAC: the fuzzed bytes reach the decoder behind it
       w.ping();
-      await processed;
+      await within(processed, 10_000, () => `no pong and no close from ${target.id} after a fuzzed peer frame; ${nodesGone()} (replay: FUZZ_SEED=${SEED})`);
     }
     peer?.ws.terminate();
     assert.ok(links > 1, 'no malformed frame closed the link');
     await c.waitForLeader(15_000);
     const client = await LockClient.connect({ endpoints: c.endpoints, requestTimeoutMs: 15_000 });
     try {
-      const lock = await client.acquire('after-peer-fuzz');
-      await lock.release();
+      const served = (async () => {
+        const lock = await client.acquire('after-peer-fuzz');
+        await lock.release();
+      })();
+      await within(served, 30_000, () => `the cluster did not serve a lock after the peer fuzzing; ${nodesGone()} (replay: FUZZ_SEED=${SEED})`);
     } finally {
       await client.close();
     }

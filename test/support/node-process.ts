@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { rpc, type RpcCredentials } from '../../src/protocol/rpc.js';
 import type { NodeStatus } from '../../src/protocol/client-protocol.js';
+import './exit-on-sigterm.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 /** The built entry point (`npm run build`): the nodes run what a user runs. */
@@ -50,7 +51,8 @@ export async function freePort(): Promise<number> {
   return (await freePorts(1))[0]!;
 }
 
-/** Every node process started through here that still runs: none outlives the test process. */
+/** Every node process started through here that still runs: none outlives the test process
+ *  (on SIGTERM too: ./exit-on-sigterm.ts). */
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const p of running) p.kill('SIGKILL');
