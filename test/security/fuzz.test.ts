@@ -41,8 +41,9 @@ describe('a live cluster under hostile input', () => {
   /** A client that acquires and releases in a loop until stopped; every round must succeed. */
   function steadyHolder(url: string) {
     let stop = false;
+    const connecting = LockClient.connect({ endpoints: [url], requestTimeoutMs: 15_000 });
     const done = (async () => {
-      const client = await LockClient.connect({ endpoints: [url], requestTimeoutMs: 15_000 });
+      const client = await connecting;
       let rounds = 0;
       try {
         while (!stop) {
@@ -57,9 +58,17 @@ describe('a live cluster under hostile input', () => {
       return rounds;
     })();
     return {
+      /** The rounds done; a round that does not end within 30 s fails the test, and the
+       *  client is closed so that its loop ends with it (a release is retried until it has
+       *  a definite answer, so it would otherwise outlive the test and keep the file open). */
       async stop(): Promise<number> {
         stop = true;
-        return done;
+        try {
+          return await within(done, 30_000, () => `the steady client's last round did not end; ${nodesGone()} (replay: FUZZ_SEED=${SEED})`);
+        } catch (e) {
+          await (await connecting.catch(() => null))?.close();
+          throw e;
+        }
       },
     };
   }
@@ -111,8 +120,14 @@ describe('a live cluster under hostile input', () => {
     const frames = fc.sample(mutatedBytes(VALID_REQUESTS.map((r) => encodeFrame(r))), { numRuns: 600, seed: SEED });
     const CONNS = 12;
     const shares = Array.from({ length: CONNS }, (_, q) => frames.filter((_, i) => i % CONNS === q));
-    const closes = await Promise.all(shares.map((f) => fuzzConnection(url, f)));
-    const rounds = await within(holder.stop(), 30_000, () => `the steady client's last round did not end; ${nodesGone()} (replay: FUZZ_SEED=${SEED})`);
+    let closes: number[];
+    try {
+      closes = await Promise.all(shares.map((f) => fuzzConnection(url, f)));
+    } catch (e) {
+      await holder.stop().catch(() => undefined); // ends its loop; the fuzzing's failure is the one to report
+      throw e;
+    }
+    const rounds = await holder.stop();
     assert.ok(rounds >= 5, `only ${rounds} acquire/release rounds while fuzzing`);
     assert.ok(closes.reduce((a, b) => a + b, 0) > 0, 'garbage never closed a connection');
     for (const n of c.nodes) assert.equal(c.procs.get(n.id)?.exitCode, null, `${n.id} is running`);
