@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import WebSocket from 'ws';
 import { LockClient } from '../../src/client/index.js';
-import { encodeFrame } from '../../src/protocol/codec.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
+import { isRequestError, parseRequest } from '../../src/protocol/validate.js';
 import { TestCluster, sleep } from '../support/cluster.js';
 import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS } from '../support/fuzz-targets.js';
 import { dialAsPeer, type PeerSocket } from '../support/peer-dialer.js';
@@ -95,6 +96,21 @@ describe('a live cluster under hostile input', () => {
     return gone.length === 0 ? 'every node is running' : gone.join('\n');
   }
 
+  /** Whether `frame` is a valid request to remove one of the cluster's members. With auth off
+   *  that is any client's right, and a removed node stops by design: such a frame (about one
+   *  run in 4,000 mutates removeMember's "n4" into "n1", "n2" or "n3") takes a node away
+   *  from the test rather than attacking it. Seed 15362 removed n1 mid-fuzzing. */
+  function removesAMember(frame: Uint8Array): boolean {
+    let value: unknown;
+    try {
+      value = decodeFrame(frame);
+    } catch {
+      return false;
+    }
+    const req = parseRequest(value);
+    return !isRequestError(req) && req.op === 'removeMember' && c.nodes.some((n) => n.id === req.member);
+  }
+
   /** Send each frame and wait for its answer or the connection's close. */
   async function fuzzConnection(url: string, frames: readonly Uint8Array[]): Promise<number> {
     let closes = 0;
@@ -117,7 +133,7 @@ describe('a live cluster under hostile input', () => {
   test('fuzzing a node\'s client port while another client keeps acquiring and releasing on it', async () => {
     const url = c.node('n1').clientUrl;
     const holder = steadyHolder(url);
-    const frames = fc.sample(mutatedBytes(VALID_REQUESTS.map((r) => encodeFrame(r))), { numRuns: 600, seed: SEED });
+    const frames = fc.sample(mutatedBytes(VALID_REQUESTS.map((r) => encodeFrame(r))), { numRuns: 600, seed: SEED }).filter((f) => !removesAMember(f));
     const CONNS = 12;
     const shares = Array.from({ length: CONNS }, (_, q) => frames.filter((_, i) => i % CONNS === q));
     let closes: number[];
