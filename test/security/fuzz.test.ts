@@ -60,8 +60,8 @@ describe('a live cluster under hostile input', () => {
     })();
     return {
       /** The rounds done; a round that does not end within 30 s fails the test, and the
-       *  client is closed so that its loop ends with it (a release is retried until it has
-       *  a definite answer, so it would otherwise outlive the test and keep the file open). */
+       *  client is closed so that its loop ends now (a release is retried until the cluster
+       *  answers or the session ends, which would keep the file open after the test). */
       async stop(): Promise<number> {
         stop = true;
         try {
