@@ -7,15 +7,7 @@ import { pino } from 'pino';
 import { PeerTransport } from '../../src/transport/peer.js';
 import { encodeFrame } from '../../src/protocol/codec.js';
 import { TestCluster, sleep } from '../support/cluster.js';
-import { RawClient, RawSession } from '../support/raw-client.js';
-
-function rawSocket(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(url);
-  return new Promise((res, rej) => {
-    ws.once('open', () => res(ws));
-    ws.once('error', rej);
-  });
-}
+import { openSocket, RawClient, RawSession } from '../support/raw-client.js';
 
 function closed(ws: WebSocket): Promise<number> {
   return new Promise((res) => (ws.readyState === WebSocket.CLOSED ? res(0) : ws.once('close', (code) => res(code))));
@@ -55,7 +47,7 @@ describe('hostile input', () => {
 
   test('garbage bytes, text frames and non-object frames on the client port', async () => {
     for (const payload of [Buffer.from([0xc1, 0xff, 0x00, 0x13]), 'hello', encodeFrame([1, 2, 3]), encodeFrame({ id: 'x', op: 5 })]) {
-      const ws = await rawSocket(c.endpoints[1]!);
+      const ws = await openSocket(c.endpoints[1]!);
       const replies: Buffer[] = [];
       ws.on('message', (d: Buffer) => replies.push(d));
       ws.send(payload);
@@ -80,7 +72,7 @@ describe('hostile input', () => {
   });
 
   test('an oversize frame gets FRAME_TOO_LARGE or a close, and the node goes on', async () => {
-    const ws = await rawSocket(c.endpoints[0]!);
+    const ws = await openSocket(c.endpoints[0]!);
     const replies: Buffer[] = [];
     ws.on('message', (d: Buffer) => replies.push(d));
     ws.send(encodeFrame({ id: 1, op: 'put', session: 1, seq: 1, key: 'k', value: Buffer.alloc(3 << 20) }));

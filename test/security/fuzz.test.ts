@@ -12,6 +12,7 @@ import { isRequestError, parseRequest } from '../../src/protocol/validate.js';
 import { TestCluster, sleep } from '../support/cluster.js';
 import { fuzzTargets, mutatedBytes, runTarget, VALID_REQUESTS } from '../support/fuzz-targets.js';
 import { dialAsPeer, type PeerSocket } from '../support/peer-dialer.js';
+import { openSocket } from '../support/raw-client.js';
 import { within } from '../support/within.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
@@ -76,23 +77,18 @@ describe('a live cluster under hostile input', () => {
 
   /** A new connection, or a failure that says why: a node that a fuzzed frame ended (or
    *  wedged) must fail this test with its seed, not leave it waiting for an 'open'. */
-  function openSocket(url: string): Promise<WebSocket> {
-    const ws = new WebSocket(url);
-    ws.on('error', () => {}); // a reset after open shows as the close the caller waits for
-    return new Promise((resolve, reject) => {
-      const fail = (why: string): void => {
-        clearTimeout(timer);
-        ws.terminate();
-        reject(new Error(`cannot reconnect to ${url} while fuzzing (${why}); ${nodesGone()} (replay: FUZZ_SEED=${SEED})`));
-      };
-      const timer = setTimeout(() => fail('no open within 10 s'), 10_000);
-      ws.once('open', () => (clearTimeout(timer), resolve(ws)));
-      ws.once('error', (err) => fail(err.message));
+  function reconnect(url: string): Promise<WebSocket> {
+    return openSocket(url).catch((e: Error) => {
+      throw new Error(`cannot reconnect to ${url} while fuzzing (${e.message}); ${nodesGone()} (replay: FUZZ_SEED=${SEED})`);
     });
   }
 
   function nodesGone(): string {
-    const gone = c.nodes.filter((n) => c.procs.get(n.id)?.exitCode !== null).map((n) => `${n.id} exited ${c.procs.get(n.id)?.exitCode}:\n${c.logOf(n.id).slice(-2000)}`);
+    const running = (id: string): boolean => {
+      const p = c.procs.get(id); // TestCluster forgets a node's process once it has exited
+      return p !== undefined && p.exitCode === null && p.signalCode === null;
+    };
+    const gone = c.nodes.filter((n) => !running(n.id)).map((n) => `${n.id} is not running:\n${c.logOf(n.id).slice(-2000)}`);
     return gone.length === 0 ? 'every node is running' : gone.join('\n');
   }
 
@@ -116,7 +112,7 @@ describe('a live cluster under hostile input', () => {
     let closes = 0;
     let ws: WebSocket | null = null;
     for (const frame of frames) {
-      if (!ws || ws.readyState !== WebSocket.OPEN) ws = await openSocket(url);
+      if (!ws || ws.readyState !== WebSocket.OPEN) ws = await reconnect(url);
       const w: WebSocket = ws;
       const settled = new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 2000);

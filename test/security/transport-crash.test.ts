@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { encodeFrame } from '../../src/protocol/codec.js';
 import { NONCE_BYTES, PEER_PROTOCOL_VERSION } from '../../src/transport/peer-handshake.js';
 import { TestCluster } from '../support/cluster.js';
-import { RawClient } from '../support/raw-client.js';
+import { openSocket, RawClient } from '../support/raw-client.js';
 
 const LONG = 'x'.repeat(200);
 const LONGEST = '\u20ac'.repeat(256); // 256 characters, 768 bytes of UTF-8
@@ -30,15 +30,6 @@ function hostileAuthFrames(clusterId: string, target: string): unknown[] {
   }
   frames.push({ ...good, v: 2 ** 53 }, { ...good, v: -(2 ** 53) }, { ...good, v: 1.5 }, [good], 'auth', 7, null);
   return frames;
-}
-
-function open(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(url, { perMessageDeflate: false });
-  ws.on('error', () => {});
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-  });
 }
 
 /** Send `frame` as the first frame after the acceptor's hello; resolve when the node answers
@@ -98,7 +89,7 @@ describe('no frame ends a node', () => {
         client.ws.terminate();
       }
       for (const id of [LONGEST, -1, 2 ** 64, null, [1], { id: 1 }]) {
-        const ws = await open(n.clientUrl);
+        const ws = await openSocket(n.clientUrl, { perMessageDeflate: false });
         ws.send(encodeFrame({ id, op: LONGEST }));
         await new Promise((r) => setTimeout(r, 20));
         ws.terminate();

@@ -2,7 +2,7 @@
 // for, over ws or wss (with the test's CA), with every pushed event recorded, and the close
 // code and reason the node hung up with.
 import type { ClientOptions, WebSocket } from 'ws';
-import { RawClient, type Reply } from '../support/raw-client.js';
+import { openSocket, RawClient, type Reply } from '../support/raw-client.js';
 
 export class WireClient extends RawClient {
   closeCode: number | null = null;
@@ -24,7 +24,7 @@ export class WireClient extends RawClient {
   }
 
   static override async connect(url: string, options: ClientOptions = {}): Promise<WireClient> {
-    return new WireClient(await RawClient.openSocket(url, options));
+    return new WireClient(await openSocket(url, options));
   }
 
   /** Connect and say hello with `token`; throws if the hello is refused. */

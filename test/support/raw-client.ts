@@ -6,6 +6,29 @@ import type { ServerEvent, WireError } from '../../src/protocol/client-protocol.
 
 export type Reply = { ok: true; result: any } | { ok: false; error: WireError };
 
+/**
+ * A socket once it is open; rejects with the error that prevented it, or when no open came
+ * within `timeoutMs` (a node that is gone or wedged fails the test, not leaves it waiting).
+ * Once open, an error shows as the close that follows it.
+ */
+export function openSocket(url: string, options: ClientOptions = {}, timeoutMs = 10_000): Promise<WebSocket> {
+  const ws = new WebSocket(url, options);
+  ws.on('error', () => {});
+  return new Promise((resolve, reject) => {
+    const fail = (err: Error): void => {
+      clearTimeout(timer);
+      ws.terminate();
+      reject(err);
+    };
+    const timer = setTimeout(() => fail(new Error(`no open from ${url} within ${timeoutMs} ms`)), timeoutMs);
+    ws.once('open', () => {
+      clearTimeout(timer);
+      resolve(ws);
+    });
+    ws.once('error', fail);
+  });
+}
+
 export class RawClient {
   readonly events: ServerEvent[] = [];
   private readonly pending = new Map<number, (r: Reply) => void>();
@@ -33,17 +56,7 @@ export class RawClient {
   }
 
   static async connect(url: string, options: ClientOptions = {}): Promise<RawClient> {
-    return new RawClient(await RawClient.openSocket(url, options));
-  }
-
-  /** A socket once it is open; rejects with the error that prevented it. */
-  protected static async openSocket(url: string, options: ClientOptions): Promise<WebSocket> {
-    const ws = new WebSocket(url, options);
-    await new Promise<void>((res, rej) => {
-      ws.once('open', () => res());
-      ws.once('error', rej);
-    });
-    return ws;
+    return new RawClient(await openSocket(url, options));
   }
 
   call(body: Record<string, unknown>, timeoutMs = 10_000): Promise<Reply> {
