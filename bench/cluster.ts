@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, freePorts, logTail, signalNode, startNode } from '../test/support/node-process.js';
+import { ROOT, freePorts, logTail, settleAll, signalNode, startNode } from '../test/support/node-process.js';
 import { epochMs, sleep } from './lib/clock.js';
 import { nodeStatus, type BenchNode, type NodeCounters } from './lib/node-sampler.js';
 
@@ -138,7 +138,7 @@ export class BenchCluster {
   }
 
   async startAll(): Promise<void> {
-    await Promise.all(this.specs.map((s) => this.start(s.id)));
+    await settleAll(this.specs.map((s) => this.start(s.id)));
     await this.waitForLeader();
   }
 

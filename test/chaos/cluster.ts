@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rpc } from '../../src/protocol/rpc.js';
 import type { NodeStatus } from '../../src/protocol/client-protocol.js';
-import { CLI, agreedLeader, freePorts, signalNode, sleep, startNode } from '../support/node-process.js';
+import { CLI, agreedLeader, freePorts, settleAll, signalNode, sleep, startNode } from '../support/node-process.js';
 import { ProxyMesh } from './proxy.js';
 
 export interface ClusterTiming {
@@ -121,7 +121,7 @@ export class ChaosCluster {
   }
 
   async startAll(): Promise<void> {
-    await Promise.all(this.ids.map((id) => this.start(id)));
+    await settleAll(this.ids.map((id) => this.start(id)));
   }
 
   /** SIGKILL; resolves once the process is gone. */
@@ -179,7 +179,7 @@ export class ChaosCluster {
   async healAll(): Promise<void> {
     this.mesh.healAll();
     for (const id of [...this.paused]) this.resume(id);
-    await Promise.all(this.ids.filter((id) => !this.isRunning(id)).map((id) => this.start(id)));
+    await settleAll(this.ids.filter((id) => !this.isRunning(id)).map((id) => this.start(id)));
   }
 
   async stop(): Promise<void> {

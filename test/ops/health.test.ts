@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { rpc } from '../../src/protocol/rpc.js';
-import { TestCluster, until } from '../support/cluster.js';
+import { TestCluster, settleAll, until } from '../support/cluster.js';
 import { getJson, SseReader } from './helpers.js';
 
 const clusters: TestCluster[] = [];
@@ -29,7 +29,7 @@ test('healthz answers while the process serves; readyz waits for a leader', asyn
   assert.equal(notReady.body['status'], 'not ready');
   assert.match(String(notReady.body['reason']), /no leader/);
 
-  await Promise.all([c.start('n2'), c.start('n3')]);
+  await settleAll([c.start('n2'), c.start('n3')]);
   const leader = await c.waitForLeader();
   for (const n of c.nodes) {
     const r = await until(async () => {

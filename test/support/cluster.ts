@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rpc, type RpcCredentials } from '../../src/protocol/rpc.js';
 import type { NodeStatus } from '../../src/protocol/client-protocol.js';
-import { agreedLeader, freePort, logTail, signalNode, sleep, startNode } from './node-process.js';
+import { agreedLeader, freePort, logTail, settleAll, signalNode, sleep, startNode } from './node-process.js';
 
-export { CLI, ROOT, freePort, sleep, until } from './node-process.js';
+export { CLI, ROOT, freePort, settleAll, sleep, until } from './node-process.js';
 
 export interface HarnessOptions {
   nodes?: number;
@@ -40,8 +40,6 @@ export class TestCluster {
   readonly procs = new Map<string, ChildProcess>();
   credentials: RpcCredentials = {};
   private peerScheme = 'ws';
-  /** Ports handed out to this cluster: the OS may offer a just-freed one twice. */
-  private readonly ports = new Set<number>();
   private clientScheme = 'ws';
   private constructor(dir: string) {
     this.dir = dir;
@@ -57,9 +55,9 @@ export class TestCluster {
     for (let i = 1; i <= n; i++) {
       c.nodes.push({
         id: `n${i}`,
-        peerUrl: `${c.peerScheme}://127.0.0.1:${await c.newPort()}`,
-        clientUrl: `${c.clientScheme}://127.0.0.1:${await c.newPort()}`,
-        httpUrl: `http://127.0.0.1:${await c.newPort()}`,
+        peerUrl: `${c.peerScheme}://127.0.0.1:${await freePort()}`,
+        clientUrl: `${c.clientScheme}://127.0.0.1:${await freePort()}`,
+        httpUrl: `http://127.0.0.1:${await freePort()}`,
         dataDir: join(c.dir, `n${i}`),
       });
     }
@@ -98,9 +96,9 @@ export class TestCluster {
   async addNodeSpec(id: string): Promise<NodeInfo> {
     const n: NodeInfo = {
       id,
-      peerUrl: `${this.peerScheme}://127.0.0.1:${await this.newPort()}`,
-      clientUrl: `${this.clientScheme}://127.0.0.1:${await this.newPort()}`,
-      httpUrl: `http://127.0.0.1:${await this.newPort()}`,
+      peerUrl: `${this.peerScheme}://127.0.0.1:${await freePort()}`,
+      clientUrl: `${this.clientScheme}://127.0.0.1:${await freePort()}`,
+      httpUrl: `http://127.0.0.1:${await freePort()}`,
       dataDir: join(this.dir, id),
     };
     this.nodes.push(n);
@@ -111,15 +109,6 @@ export class TestCluster {
 
   private configFile(id: string): string {
     return this.joiners.has(id) ? join(this.dir, `${id}.config.json`) : this.configPath;
-  }
-
-  private async newPort(): Promise<number> {
-    for (;;) {
-      const port = await freePort();
-      if (this.ports.has(port)) continue;
-      this.ports.add(port);
-      return port;
-    }
   }
 
   get endpoints(): string[] {
@@ -152,7 +141,7 @@ export class TestCluster {
   }
 
   async startAll(): Promise<void> {
-    await Promise.all(this.nodes.map((n) => this.start(n.id)));
+    await settleAll(this.nodes.map((n) => this.start(n.id)));
   }
 
   logOf(id: string): string {

@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { rpc, type RpcCredentials } from '../../src/protocol/rpc.js';
 import type { NodeStatus } from '../../src/protocol/client-protocol.js';
+import { claimPort, releasePort } from './port-claims.js';
 import './exit-on-sigterm.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -23,21 +24,28 @@ export function sleep(ms: number): Promise<void> {
  * `count` distinct ports, free a moment ago, all held open together while they are picked so
  * that no two are the same. They are drawn below the kernel's ephemeral range (usually from
  * 32768), so that neither the source port of an outgoing connection nor another suite's
- * listen(0) takes one between our check and the node's listen.
+ * listen(0) takes one between our check and the node's listen; and each is claimed for the
+ * life of this process (./port-claims.ts), so that no other test or bench process hands it
+ * out while our node starts, or while it is down between a kill and a restart.
  */
-export async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number, range: PortRange = DEFAULT_PORT_RANGE): Promise<number[]> {
   const servers: Server[] = [];
   const ports: number[] = [];
+  const span = range.high - range.low;
   try {
-    while (ports.length < count) {
-      const port = 20_000 + Math.floor(Math.random() * 12_000);
-      if (ports.includes(port)) continue;
+    for (let tries = 0; ports.length < count; tries++) {
+      if (tries >= span * 20) throw new Error(`no ${count} free ports in ${range.low}-${range.high} (${ports.length} found)`);
+      const port = range.low + Math.floor(Math.random() * span);
+      if (ports.includes(port) || !(await claimPort(port))) continue;
       const s = createServer();
       const ok = await new Promise<boolean>((res) => {
         s.once('error', () => res(false));
         s.listen(port, '127.0.0.1', () => res(true));
       });
-      if (!ok) continue;
+      if (!ok) {
+        releasePort(port);
+        continue;
+      }
       servers.push(s);
       ports.push(port);
     }
@@ -46,6 +54,13 @@ export async function freePorts(count: number): Promise<number[]> {
   }
   return ports;
 }
+
+/** Ports from `low` (inclusive) to `high` (exclusive). */
+export interface PortRange {
+  readonly low: number;
+  readonly high: number;
+}
+const DEFAULT_PORT_RANGE: PortRange = { low: 20_000, high: 32_000 };
 
 export async function freePort(): Promise<number> {
   return (await freePorts(1))[0]!;
@@ -96,10 +111,26 @@ export async function startNode(l: NodeLaunch): Promise<ChildProcess> {
       lastError = e instanceof Error ? e.message : String(e);
     }
     if (Date.now() > deadline) {
-      throw new Error(`node ${l.id} (pid ${p.pid}, still running) did not answer status within ${timeoutMs} ms: ${lastError}\n${logTail(l.logPath)}`);
+      // The caller never gets this process, so nothing else could stop it, and a child
+      // process left running holds the test file open until its file timeout.
+      await signalNode(p, 'SIGKILL');
+      throw new Error(`node ${l.id} (pid ${p.pid}, killed) did not answer status within ${timeoutMs} ms: ${lastError}\n${logTail(l.logPath)}`);
     }
     await sleep(50);
   }
+}
+
+/**
+ * Like Promise.all for starting nodes, but rejects only once every start has settled: the
+ * harness records a node when its start resolves, so a start still running when another
+ * failed would record its node after the caller's cleanup had run, and leave it running
+ * (a test file then never ends).
+ */
+export async function settleAll<T>(starts: readonly Promise<T>[]): Promise<T[]> {
+  const results = await Promise.allSettled(starts);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
 /** Sends `sig`; resolves once the process has exited (SIGKILL and SIGTERM) or at once. */
