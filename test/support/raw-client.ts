@@ -3,6 +3,7 @@
 import WebSocket, { type ClientOptions } from 'ws';
 import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import type { ServerEvent, WireError } from '../../src/protocol/client-protocol.js';
+import { within } from './within.js';
 
 export type Reply = { ok: true; result: any } | { ok: false; error: WireError };
 
@@ -11,22 +12,20 @@ export type Reply = { ok: true; result: any } | { ok: false; error: WireError };
  * within `timeoutMs` (a node that is gone or wedged fails the test, not leaves it waiting).
  * Once open, an error shows as the close that follows it.
  */
-export function openSocket(url: string, options: ClientOptions = {}, timeoutMs = 10_000): Promise<WebSocket> {
+export async function openSocket(url: string, options: ClientOptions = {}, timeoutMs = 10_000): Promise<WebSocket> {
   const ws = new WebSocket(url, options);
   ws.on('error', () => {});
-  return new Promise((resolve, reject) => {
-    const fail = (err: Error): void => {
-      clearTimeout(timer);
-      ws.terminate();
-      reject(err);
-    };
-    const timer = setTimeout(() => fail(new Error(`no open from ${url} within ${timeoutMs} ms`)), timeoutMs);
-    ws.once('open', () => {
-      clearTimeout(timer);
-      resolve(ws);
-    });
-    ws.once('error', fail);
+  const opened = new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
   });
+  try {
+    await within(opened, timeoutMs, () => `no open from ${url}`);
+    return ws;
+  } catch (e) {
+    ws.terminate();
+    throw e;
+  }
 }
 
 export class RawClient {
