@@ -5,7 +5,7 @@
 // and the bench cluster (bench/cluster.ts) differ only in the configs they write.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { rpc, type RpcCredentials } from '../../src/protocol/rpc.js';
 import type { NodeStatus } from '../../src/protocol/client-protocol.js';
@@ -21,38 +21,34 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /**
- * `count` distinct ports, free a moment ago, all held open together while they are picked so
- * that no two are the same. They are drawn below the kernel's ephemeral range (usually from
- * 32768), so that neither the source port of an outgoing connection nor another suite's
- * listen(0) takes one between our check and the node's listen; and each is claimed for the
- * life of this process (./port-claims.ts), so that no other test or bench process hands it
- * out while our node starts, or while it is down between a kill and a restart.
+ * `count` distinct ports, free a moment ago. They are drawn below the kernel's ephemeral
+ * range (usually from 32768), so that neither the source port of an outgoing connection nor
+ * another suite's listen(0) takes one between our check and the node's listen; and each is
+ * claimed for the life of this process (./port-claims.ts), so that no other test or bench
+ * process, nor a later call here, hands it out while our node starts, or while it is down
+ * between a kill and a restart.
  */
 export async function freePorts(count: number, range: PortRange = DEFAULT_PORT_RANGE): Promise<number[]> {
-  const servers: Server[] = [];
   const ports: number[] = [];
   const span = range.high - range.low;
-  try {
-    for (let tries = 0; ports.length < count; tries++) {
-      if (tries >= span * 20) throw new Error(`no ${count} free ports in ${range.low}-${range.high} (${ports.length} found)`);
-      const port = range.low + Math.floor(Math.random() * span);
-      if (ports.includes(port) || !(await claimPort(port))) continue;
-      const s = createServer();
-      const ok = await new Promise<boolean>((res) => {
-        s.once('error', () => res(false));
-        s.listen(port, '127.0.0.1', () => res(true));
-      });
-      if (!ok) {
-        releasePort(port);
-        continue;
-      }
-      servers.push(s);
-      ports.push(port);
-    }
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((res) => s.close(() => res()))));
+  for (let tries = 0; ports.length < count; tries++) {
+    if (tries >= span * 20) throw new Error(`no ${count} free ports in ${range.low}-${range.high} (${ports.length} found)`);
+    const port = range.low + Math.floor(Math.random() * span);
+    if (!(await claimPort(port))) continue; // ours already, or another process's
+    if (await canListen(port)) ports.push(port);
+    else releasePort(port); // taken by something that is not a test
   }
   return ports;
+}
+
+async function canListen(port: number): Promise<boolean> {
+  const s = createServer();
+  const ok = await new Promise<boolean>((res) => {
+    s.once('error', () => res(false));
+    s.listen(port, '127.0.0.1', () => res(true));
+  });
+  if (ok) await new Promise<void>((res) => s.close(() => res()));
+  return ok;
 }
 
 /** Ports from `low` (inclusive) to `high` (exclusive). */
