@@ -6,8 +6,8 @@
 // cluster do. The node then starts as it would after installing a snapshot.
 import { readdirSync } from 'node:fs';
 import type { NodeId, Snapshot } from '../raft/index.js';
-import { MemberDirectory, wrapSnapshot, type MemberUrls } from '../server/members.js';
-import { secureDataDir } from '../server/data-dir.js';
+import { MemberDirectory, wrapSnapshot, type MemberUrls } from '../storage/members.js';
+import { secureDataDir } from '../storage/data-dir.js';
 import { RaftStorage } from '../storage/index.js';
 
 export interface NewMember {

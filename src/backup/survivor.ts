@@ -7,7 +7,7 @@
 import { stat } from 'node:fs/promises';
 import { Level } from 'level';
 import { LockMachine, type MachineConfig } from '../lockfsm/index.js';
-import { unwrapSnapshot } from '../server/members.js';
+import { unwrapSnapshot } from '../storage/members.js';
 import { RaftStorage } from '../storage/index.js';
 import { META_KEY } from '../storage/keys.js';
 import { decodeMeta, type Identity } from '../storage/records.js';

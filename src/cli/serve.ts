@@ -1,7 +1,7 @@
 // `palisade serve`: run one node until SIGTERM/SIGINT.
 import { pino } from 'pino';
 import { loadConfig, nodeById } from '../config/cluster-config.js';
-import { secureDataDir } from '../server/data-dir.js';
+import { secureDataDir } from '../storage/data-dir.js';
 import { exposureProblems } from '../server/exposure.js';
 import { PalisadeNode } from '../server/node.js';
 import { joinCredentials, type CredentialFlags } from './credentials.js';

@@ -3,7 +3,7 @@
 // it: the cluster replaces a dead leader within an election timeout or two. Until then a
 // follower's hello, a hint or the scout would send the client straight back to it, to be
 // refused again, while the follower it just left would have held its request until the
-// next leader was elected (server/forwarding.ts). So, as etcd's and gRPC's clients do, a
+// next leader was elected (server/replication/forwarding.ts). So, as etcd's and gRPC's clients do, a
 // node that failed is set aside for a while: it is not dialed again, nor followed as a
 // hint, while some other node has not failed lately. Each failure in a row doubles the
 // wait; a node that says hello is trusted again at once. When every node has failed lately

@@ -1,6 +1,6 @@
 // The one table of client-protocol ops. Everything that depends on "which op is this" is
 // derived from it: the op list the validator accepts, the write ops a follower forwards and
-// the leader proposes, the permission a token needs for each op (src/server/auth.ts), and
+// the leader proposes, the permission a token needs for each op (src/server/api/auth.ts), and
 // the result each op answers with (ResultByOp), which the server builds typed and the SDK
 // reads. A new op is one row here and one in ResultByOp; the compiler then points at every
 // switch that must learn it.

@@ -289,7 +289,7 @@ export class RaftStorage {
     return (await this.db.get(JOINING_KEY)) !== undefined;
   }
 
-  /** The storage id recorded for each peer (see src/server/peer-identity.ts). */
+  /** The storage id recorded for each peer (see src/server/replication/peer-identity.ts). */
   async peerStorageIds(): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     const dec = new TextDecoder();

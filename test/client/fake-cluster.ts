@@ -19,8 +19,8 @@ import { DEFAULT_MACHINE_CONFIG, LockMachine, isMachineError, validateCommand, t
 import type { LockInfo, Request, ServerEvent, WireError } from '../../src/protocol/client-protocol.js';
 import { isWriteRequest } from '../../src/protocol/ops.js';
 import { parseRequest } from '../../src/protocol/validate.js';
-import { Subscriptions, type EventSink } from '../../src/server/subscriptions.js';
-import { answerFor, commandFor, freeLock, machineFail, pushedEvent, wireElection, wireLock } from '../../src/server/wire.js';
+import { Subscriptions, type EventSink } from '../../src/server/api/subscriptions.js';
+import { answerFor, commandFor, freeLock, machineFail, pushedEvent, wireElection, wireLock } from '../../src/server/api/wire.js';
 
 const packr = new Packr({ useRecords: false });
 

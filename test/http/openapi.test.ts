@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { servedRoutes } from '../../src/server/http-api/index.js';
+import { servedRoutes } from '../../src/server/api/http/index.js';
 import { ROOT, TestCluster } from '../support/cluster.js';
 import { call, httpBase } from './http-client.js';
 

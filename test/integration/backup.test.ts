@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { BACKUP_FORMAT_VERSION, BackupFormatError, decodeBackup, encodeBackup } from '../../src/backup/format.js';
 import type { BackupSummary } from '../../src/backup/summary.js';
 import { LockClient } from '../../src/client/index.js';
-import { permissionProblem } from '../../src/server/auth.js';
+import { permissionProblem } from '../../src/server/api/auth.js';
 import { CLI, TestCluster } from '../support/cluster.js';
 
 const run = promisify(execFile);

@@ -1,5 +1,5 @@
 // Sessions kept alive only through a follower: the follower sends its clients' keepalives
-// to the leader in batches (src/server/keepalive-batch.ts), and the leader must renew every
+// to the leader in batches (src/server/replication/keepalive-batch.ts), and the leader must renew every
 // session in a batch. If it renewed none, or only some, those sessions would run out their
 // TTL on the leader and the next keepalive would be answered UNKNOWN_SESSION.
 import { after, before, describe, test } from 'node:test';

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LockMachine } from '../../src/lockfsm/index.js';
-import type { NodeInternals } from '../../src/server/http/index.js';
-import { NodeView } from '../../src/server/http/node-view.js';
-import { PeerRtt } from '../../src/server/http/peer-rtt.js';
+import type { NodeInternals } from '../../src/server/ops/index.js';
+import { NodeView } from '../../src/server/ops/node-view.js';
+import { PeerRtt } from '../../src/server/ops/peer-rtt.js';
 
 const LOCKS = 10_000;
 const SESSIONS = 10;

@@ -2,11 +2,11 @@
 // config sections that set them.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { sessionOwnerProblem } from '../../src/server/session-owner.js';
-import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, touchedNames, type Principal } from '../../src/server/auth.js';
-import { ClientGate } from '../../src/server/client-gate.js';
+import { sessionOwnerProblem } from '../../src/server/api/session-owner.js';
+import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, touchedNames, type Principal } from '../../src/server/api/auth.js';
+import { ClientGate } from '../../src/server/api/client-gate.js';
 import { ConfigError, validateConfig, type ClusterConfig } from '../../src/config/cluster-config.js';
-import { acquireLimitProblem, type MachineView } from '../../src/server/limits.js';
+import { acquireLimitProblem, type MachineView } from '../../src/server/api/limits.js';
 import type { Request } from '../../src/protocol/client-protocol.js';
 import { OPS } from '../../src/protocol/ops.js';
 import { TokenBucket } from '../../src/transport/rate-limit.js';

@@ -26,7 +26,7 @@ import { connect } from 'node:net';
 import WebSocket from 'ws';
 import { TestCluster } from '../support/cluster.js';
 import { call, httpBase } from '../http/http-client.js';
-import { MAX_IN_FLIGHT } from '../../src/server/http-api/server.js';
+import { MAX_IN_FLIGHT } from '../../src/server/api/http/server.js';
 import { HTTP_KEEPALIVE_MS } from '../../src/transport/tls.js';
 
 const CAP = 4;

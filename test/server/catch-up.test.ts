@@ -2,7 +2,7 @@
 // reported with how long it has been stuck; one that advances, or is up to date, is not.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CatchUpWatch } from '../../src/server/catch-up.js';
+import { CatchUpWatch } from '../../src/server/membership/catch-up.js';
 import { formatStatus } from '../../src/cli/status.js';
 
 test('a member whose match stands still while the log grows is stalled; one that advances is not', () => {

@@ -2,9 +2,9 @@
 // sees exactly what a follower sends its leader and what comes back.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Forwarder, type ForwardCore, type PeerApp } from '../../src/server/forwarding.js';
-import { fail } from '../../src/server/wire.js';
-import { MAX_LEASE_BATCH } from '../../src/server/keepalive-batch.js';
+import { Forwarder, type ForwardCore, type PeerApp } from '../../src/server/replication/forwarding.js';
+import { fail } from '../../src/server/api/wire.js';
+import { MAX_LEASE_BATCH } from '../../src/server/replication/lease-batch.js';
 import type { Answer } from '../../src/protocol/ops.js';
 import type { Request } from '../../src/protocol/client-protocol.js';
 

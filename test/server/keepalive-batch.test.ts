@@ -2,9 +2,10 @@
 // each client is answered from the leader's answer to the batch.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KeepAliveBatcher, MAX_LEASE_BATCH } from '../../src/server/keepalive-batch.js';
-import type { LeaseAnswer } from '../../src/server/forwarding.js';
-import { fail } from '../../src/server/wire.js';
+import { KeepAliveBatcher } from '../../src/server/replication/keepalive-batch.js';
+import { MAX_LEASE_BATCH } from '../../src/server/replication/lease-batch.js';
+import type { LeaseAnswer } from '../../src/server/replication/lease-batch.js';
+import { fail } from '../../src/server/api/wire.js';
 
 function batcher(answerWith: (sessions: readonly number[]) => LeaseAnswer | Promise<LeaseAnswer>, windowMs = 1) {
   const sent: { sessions: number[]; gone: () => boolean }[] = [];

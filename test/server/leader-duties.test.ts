@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { DEFAULT_MACHINE_CONFIG, LockMachine, decodeCommand, type Command, type MachineError } from '../../src/lockfsm/index.js';
-import { LeaderDuties } from '../../src/server/leader-duties.js';
-import { LeaseKeeper } from '../../src/server/lease-keeper.js';
+import { LeaderDuties } from '../../src/server/leases/leader-duties.js';
+import { LeaseKeeper } from '../../src/server/leases/lease-keeper.js';
 
 const ELECTION_MS = 300;
 const TTL_MS = 1_000;

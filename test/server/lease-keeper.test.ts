@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LeaseKeeper } from '../../src/server/lease-keeper.js';
+import { LeaseKeeper } from '../../src/server/leases/lease-keeper.js';
 
 test('a lease is due TTL after its last keepalive, not before', () => {
   const k = new LeaseKeeper(1000);

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { RaftNode, type ConfState } from '../../src/raft/index.js';
-import { MemberDirectory } from '../../src/server/members.js';
-import { MembershipAdmin } from '../../src/server/membership-admin.js';
-import { ProposalTracker } from '../../src/server/proposals.js';
+import { MemberDirectory } from '../../src/storage/members.js';
+import { MembershipAdmin } from '../../src/server/membership/membership-admin.js';
+import { ProposalTracker } from '../../src/server/replication/proposals.js';
 import type { Answer } from '../../src/protocol/ops.js';
 import type { Request } from '../../src/protocol/client-protocol.js';
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RaftNode, type Message, type ReadyWrite } from '../../src/raft/index.js';
-import { RaftDriver, type DriverHooks, type DriverTimers } from '../../src/server/raft-driver.js';
+import { RaftDriver, type DriverHooks, type DriverTimers } from '../../src/server/replication/raft-driver.js';
 
 const enc = new TextEncoder();
 

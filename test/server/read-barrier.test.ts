@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RaftNode } from '../../src/raft/index.js';
-import { ReadIndexBatcher } from '../../src/server/read-barrier.js';
+import { ReadIndexBatcher } from '../../src/server/replication/read-barrier.js';
 
 /** A core that records the rounds asked for; `answer` completes the one in flight. */
 function fakeCore(): { raft: RaftNode; rounds: Uint8Array[] } {

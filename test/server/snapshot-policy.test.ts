@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SNAPSHOT_LOG_RATIO, SnapshotPolicy } from '../../src/server/snapshot-policy.js';
+import { SNAPSHOT_LOG_RATIO, SnapshotPolicy } from '../../src/server/snapshots/snapshot-policy.js';
 
 test('the first snapshot comes after the configured number of entries', () => {
   const p = new SnapshotPolicy(100, { index: 0, bytes: 0 });

@@ -2,7 +2,7 @@
 // order, at most `perTurn` a turn.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TurnBudget } from '../../src/server/http-api/turn-budget.js';
+import { TurnBudget } from '../../src/server/api/http/turn-budget.js';
 
 describe('TurnBudget', () => {
   test('a burst begins in order over later turns, perTurn a turn', async () => {

@@ -2,7 +2,7 @@
 // of any version read (docs/protocol.md), spelled out so that a change of the mapping shows.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { answerFor } from '../../src/server/wire.js';
+import { answerFor } from '../../src/server/api/wire.js';
 
 const holders = [{ session: 3, token: 9, mode: 'exclusive' as const }];
 const bytes = new Uint8Array([1, 2]);

@@ -4,13 +4,13 @@
 // and suffer clock jumps, snapshots sent in chunks, clients that propose and read, and an
 // operator that changes membership. Every step is followed by the safety checks.
 //
-// Each node runs production's RaftDriver (src/server/raft-driver.ts), with the simulator's
+// Each node runs production's RaftDriver (src/server/replication/raft-driver.ts), with the simulator's
 // clock, timers and an in-memory store injected at the driver's seams: the store is durable
 // when save() returns and `soon` runs at once, so the driver carries out each Ready within
 // the simulator's step, deterministically, by the very code (and ordering) production runs.
 import { decodeConfChange, RaftNode, type ReadyPlan, type ReadyWrite } from '../../src/raft/index.js';
 import type { ConfChange, ConfState, Entry, Message, NodeId, RaftConfig, Ready, Snapshot, SoftState } from '../../src/raft/index.js';
-import { RaftDriver, type DriverHooks, type DriverTimers } from '../../src/server/raft-driver.js';
+import { RaftDriver, type DriverHooks, type DriverTimers } from '../../src/server/replication/raft-driver.js';
 import { Checker, Violation } from './checker.js';
 import { EventHeap } from './heap.js';
 import { Prng } from '../support/prng.js';

@@ -1,6 +1,6 @@
 // Timed events, earliest first, ordered by (time, seq): seq breaks ties in insertion order so
 // that a run never depends on anything but the seed.
-import { MinHeap } from '../../src/server/min-heap.js';
+import { MinHeap } from '../../src/server/leases/min-heap.js';
 
 export interface Timed {
   readonly time: number;

@@ -8,7 +8,7 @@ import { DEFAULT_MACHINE_CONFIG, LockMachine, decodeCommand, encodeCommand, isMa
 import { SnapshotError } from '../../src/lockfsm/index.js';
 import type { Command } from '../../src/lockfsm/types.js';
 import type { Message } from '../../src/raft/types.js';
-import { ClientGate } from '../../src/server/client-gate.js';
+import { ClientGate } from '../../src/server/api/client-gate.js';
 import { ConfigError, validateConfig } from '../../src/config/cluster-config.js';
 import { CorruptValue, decodeEntry, decodeHardState, decodeMeta, decodeSnapshotRecord, encodeEntry, encodeHardState, encodeMeta, encodeSnapshotRecord } from '../../src/storage/records.js';
 import type { ServerFrame } from '../../src/protocol/client-protocol.js';

@@ -1,0 +1,253 @@
+// Request dispatch: admit one client request (the gate), then serve it — reads after a
+// linearizable read, keepalives after a confirmed heartbeat round, writes proposed to the
+// log and answered once applied, admin ops to membership-admin.ts, and anything a follower
+// cannot do forwarded to the leader (forwarding.ts). The websocket port, the HTTP API and
+// forwarded peer requests all come through `serve`/`handle`. Depends on the node through
+// DispatchCore only.
+import type { Logger } from 'pino';
+import { encodeCommand, isMachineError, validateCommand, type LockMachine, type MachineConfig } from '../../lockfsm/index.js';
+import type { NodeId, RaftNode } from '../../raft/index.js';
+import type { NodeStatus, Request, WireError } from '../../protocol/client-protocol.js';
+import { PROTOCOL_VERSION } from '../../protocol/client-protocol.js';
+import { answer, isWriteRequest, type Answer, type WriteRequest } from '../../protocol/ops.js';
+import type { ConnectionGate } from './client-gate.js';
+import type { ClusterConfig } from '../../config/cluster-config.js';
+import type { Forwarder } from '../replication/forwarding.js';
+import type { LeaseAnswer } from '../replication/lease-batch.js';
+import type { KeepAliveBatcher } from '../replication/keepalive-batch.js';
+import type { NodeOps } from '../ops/index.js';
+import type { LeaseKeeper } from '../leases/lease-keeper.js';
+import { acquireLimitProblem } from './limits.js';
+import type { MemberDirectory } from '../../storage/members.js';
+import type { MembershipAdmin } from '../membership/membership-admin.js';
+import { ProposalLost, ProposalTimeout, type ProposalTracker } from '../replication/proposals.js';
+import { ReadUnavailable, type AppliedWaiters, type ReadIndexBatcher } from '../replication/read-barrier.js';
+import type { EventSink, Subscriptions } from './subscriptions.js';
+import { answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
+
+/** The node as request dispatch sees it (parts made at start are read through functions). */
+export interface DispatchCore {
+  readonly id: NodeId;
+  readonly cfg: ClusterConfig;
+  readonly machineConfig: MachineConfig;
+  readonly log: Logger;
+  readonly leases: LeaseKeeper;
+  readonly applied: AppliedWaiters;
+  readonly proposals: ProposalTracker;
+  readonly subs: Subscriptions;
+  raft(): RaftNode;
+  machine(): LockMachine;
+  members(): MemberDirectory;
+  reads(): ReadIndexBatcher;
+  admin(): MembershipAdmin;
+  forwarder(): Forwarder;
+  /** A follower's batches of keepalives to the leader. */
+  leaseBatch(): KeepAliveBatcher;
+  ops(): NodeOps | null;
+  status(): NodeStatus;
+  stopping(): boolean;
+  /** Process the core's output soon (after a proposal). */
+  kick(): void;
+  now(): number;
+}
+
+export class RequestDispatcher {
+  constructor(private readonly core: DispatchCore) {}
+
+  /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
+  async serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>> {
+    const refused = await this.admit(gate, req);
+    const ans: Answer<R['op']> = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
+    gate.observe(req, ans);
+    this.core.ops()?.onAnswered(req.op, ans.ok ? null : ans.error.code);
+    return ans;
+  }
+
+  /** The gate's refusal of `req`, or null to serve it. A scoped token's use of a session is
+   *  judged by state that covers every entry committed before the request arrived (a
+   *  linearizable read first): this node may not have applied the lock the session took a
+   *  moment ago elsewhere. */
+  private async admit(gate: ConnectionGate, req: Request): Promise<WireError | null> {
+    const refused = gate.admit(req);
+    if (refused || !gate.judgesSession(req)) return refused;
+    if (gate.needsCurrentState(req)) {
+      try {
+        await this.linearizable();
+      } catch (e) {
+        return { code: 'UNAVAILABLE', message: `cannot confirm the session's owner and scope now (${(e as Error).message}); retry` };
+      }
+    }
+    return gate.sessionScope(req);
+  }
+
+  /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink).
+   *  `owner`: the token name a session opened by this request belongs to (null: auth off). */
+  async handle<R extends Request>(req: R, sink: EventSink | null, owner: string | null = null): Promise<Answer<R['op']>> {
+    // Every case below answers its op's own result (answer(req.op, ...), answerFor, the
+    // admin's and the forwarder's typed answers), which the compiler checks case by case;
+    // it cannot carry the case's op back out to R, hence the one cast.
+    return (await this.answerOne(req, sink, owner)) as Answer<R['op']>;
+  }
+
+  private async answerOne(req: Request, sink: EventSink | null, owner: string | null): Promise<Answer> {
+    if (this.core.stopping()) return fail('UNAVAILABLE', 'node is shutting down');
+    try {
+      switch (req.op) {
+        case 'hello':
+          if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
+          return answer(req.op, { nodeId: this.core.id, clusterId: this.core.cfg.clusterId, leader: this.core.raft().leader, members: this.core.admin().memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })), timing: { heartbeatMs: this.core.cfg.raft.heartbeatMs, electionTimeoutMs: this.core.cfg.raft.electionTimeoutMs } });
+        case 'status':
+          return answer(req.op, this.core.status());
+        case 'attach': {
+          const a = await this.keepAlive(req.session, sink);
+          if (a.ok && sink) this.core.subs.sessions.add(req.session, sink);
+          return a;
+        }
+        case 'keepAlive':
+          return await this.keepAlive(req.session, sink);
+        case 'get':
+          await this.linearizable();
+          return answer(req.op, (() => { const l = this.core.machine().lock(req.name); return l ? wireLock(l) : freeLock(req.name); })());
+        case 'locks':
+          await this.linearizable();
+          return answer(req.op, this.core.machine().locks(req.prefix, req.limit ?? 1000).map(wireLock));
+        case 'leader':
+          await this.linearizable();
+          return answer(req.op, wireElection(req.election, this.core.machine().election(req.election)));
+        case 'observe': {
+          if (sink) this.core.subs.elections.add(req.election, sink);
+          await this.linearizable();
+          return answer(req.op, wireElection(req.election, this.core.machine().election(req.election)));
+        }
+        case 'unobserve':
+          if (sink) this.core.subs.elections.remove(req.election, sink);
+          return answer(req.op, {});
+        case 'kvGet': {
+          await this.linearizable();
+          const kv = this.core.machine().kvGet(req.key);
+          return answer(req.op, kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null);
+        }
+        case 'watch':
+          if (sink) this.core.subs.watches.add(req.prefix, sink);
+          await this.linearizable();
+          return answer(req.op, this.core.machine().kvRange(req.prefix, 1000).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })));
+        case 'unwatch':
+          if (sink) this.core.subs.watches.remove(req.prefix, sink);
+          return answer(req.op, {});
+        case 'members':
+        case 'addMember':
+        case 'removeMember':
+        case 'transferLeader':
+        case 'snapshot':
+          return await this.core.admin().serve(req);
+        case 'openSession': {
+          const ans = await this.write(req, owner, sink);
+          // Events for a session go to the connections that carry it.
+          if (sink && ans.ok) this.core.subs.sessions.add(ans.result.session, sink);
+          return ans;
+        }
+        default: {
+          if (!isWriteRequest(req)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
+          const ans = await this.write(req, owner, sink);
+          if (sink && ans.ok) {
+            this.core.subs.sessions.add(req.session, sink);
+            if (req.op === 'campaign') this.core.subs.elections.add(req.election, sink);
+          }
+          return ans;
+        }
+      }
+    } catch (e) {
+      if (e instanceof ReadUnavailable) return this.unavailable('no leader could confirm the read; retry');
+      this.core.log.error({ err: e, op: req.op }, 'request failed');
+      return fail('INTERNAL', (e as Error).message);
+    }
+  }
+
+  unavailable(message: string): Answer<never> {
+    const hint = this.leaderHint();
+    return fail('UNAVAILABLE', message, hint ? { leaderHint: hint } : {});
+  }
+
+  private leaderHint(): { id: string; clientUrl: string } | undefined {
+    const l = this.core.raft().leader;
+    const u = l ? this.core.members().get(l) : undefined;
+    return l && u ? { id: l, clientUrl: u.clientUrl } : undefined;
+  }
+
+  /** Wait until a read index confirmed after now has been applied here. */
+  async linearizable(): Promise<void> {
+    const index = await this.core.reads().request();
+    await this.core.applied.wait(index, this.core.machine().appliedIndex);
+  }
+
+  private async keepAlive(session: number, sink: EventSink | null): Promise<Answer<'keepAlive' | 'attach'>> {
+    // A follower relays its clients' keepalives to the leader in batches (keepalive-batch.ts),
+    // one by one to a leader of a release that does not serve batches.
+    const raft = this.core.raft();
+    if (raft.role !== 'leader') {
+      const forwarder = this.core.forwarder();
+      if (forwarder.batchesFor(raft.leader)) return this.core.leaseBatch().renew(session, clientGone(sink));
+      return forwarder.forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink));
+    }
+    const ans = await this.renewLeases([session]);
+    if (!ans.ok) return ans;
+    const ttlMs = ans.result.ttls[0] ?? null;
+    return ttlMs === null ? unknownSession(session) : answer('keepAlive', { ttlMs });
+  }
+
+  /**
+   * Renew the leases of `sessions` on this node, the leader: one client's keepalive, or a
+   * follower's batch of them, all stamped with the time they reached this node. A keepalive
+   * is acknowledged only once a heartbeat round that started after it arrived confirms we
+   * still lead; otherwise a deposed leader could extend a client's belief beyond the
+   * deadline the real leader keeps. A session we do not know yet may be one that a new
+   * leader has not applied: its state is current only once an entry of its own term has
+   * committed and been applied (thesis §6.4), so "no such session" waits for that rather
+   * than end a live session on the client.
+   */
+  async renewLeases(sessions: readonly number[]): Promise<LeaseAnswer> {
+    if (this.core.raft().role !== 'leader') return this.unavailable('keepalives reached a node that is not the leader; retry');
+    const { leases } = this.core;
+    const receivedAt = this.core.now();
+    try {
+      if (sessions.every((s) => leases.has(s))) await this.core.reads().request('lease');
+      else await this.linearizable();
+    } catch (e) {
+      if (e instanceof ReadUnavailable) return this.unavailable('no leader could confirm the keepalive; retry');
+      throw e;
+    }
+    if (!leases.isActive) return this.unavailable('leadership changed while confirming the keepalive; retry');
+    return { ok: true, result: { ttls: sessions.map((s) => leases.keepAlive(s, receivedAt)) } };
+  }
+
+  private async write<R extends WriteRequest>(req: R, owner: string | null, sink: EventSink | null): Promise<Answer<R['op']>> {
+    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward(req, owner, clientGone(sink));
+    // Validate before proposing: a bad request is answered at once and never reaches the log.
+    const cmd = validateCommand(commandFor(req, this.core.cfg.sessions.defaultTtlMs, Date.now(), owner), this.core.machineConfig);
+    if (isMachineError(cmd)) return machineFail(cmd);
+    // Locks and waits per session, waiters per lock: against the leader's applied state (limits.ts).
+    const overLimit = acquireLimitProblem(this.core.cfg.limits, req, this.core.machine());
+    if (overLimit) return fail(overLimit.code, overLimit.message);
+    const r = this.core.raft().propose(encodeCommand(cmd, this.core.machineConfig));
+    if (!r.ok) {
+      if (r.reason === 'notLeader') return this.core.forwarder().forward(req, owner, clientGone(sink));
+      return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
+    }
+    this.core.kick();
+    try {
+      const applied = this.core.proposals.wait(r.index, r.term);
+      const result = await (this.core.ops()?.timeProposal(applied) ?? applied);
+      return result === null ? fail('INTERNAL', 'no result') : answerFor<R['op']>(req.op, result, r.index);
+    } catch (e) {
+      if (e instanceof ProposalLost) return this.unavailable(`${e.message}; retry with the same seq`);
+      if (e instanceof ProposalTimeout) return fail('TIMEOUT', `${e.message}; the outcome is unknown, retry with the same seq`);
+      throw e;
+    }
+  }
+}
+
+/** Whether the client that sent a request has left (its connection closed): a request a
+ *  follower holds for a leader is then dropped (forwarding.ts). */
+function clientGone(sink: EventSink | null): () => boolean {
+  return () => sink?.isOpen?.() === false;
+}

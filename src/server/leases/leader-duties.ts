@@ -1,0 +1,136 @@
+// What only the leader does on a clock: expire sessions whose lease ran out, end
+// lock-delays, prune the operation ledger. The lock machine has no clock, so these timers
+// only *propose* (docs/internals.md, "Timing and safety", rule 1): a deposed leader's
+// proposals never commit. Depends on the node through LeaderCore only.
+import type { Logger } from 'pino';
+import { encodeCommand, type Command, type LockMachine, type MachineConfig, type MachineEvent } from '../../lockfsm/index.js';
+import type { ClusterConfig } from '../../config/cluster-config.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+
+/** The node as the leader's timers see it. */
+export interface LeaderCore {
+  isLeader(): boolean;
+  /** Propose one lock-machine command and process it soon; the index if accepted. */
+  propose(command: Uint8Array): number | null;
+  machine(): LockMachine;
+  /** Once per expiry round of a leader (membership promotes learners that caught up). */
+  leaderRound(): void;
+}
+
+export class LeaderDuties {
+  private readonly lockDelayTimers = new Map<string, NodeJS.Timeout>();
+  private expiryTimer: NodeJS.Timeout | null = null;
+  private ledgerTimer: NodeJS.Timeout | null = null;
+  private lastExpiryCheck = 0;
+
+  constructor(
+    private readonly core: LeaderCore,
+    private readonly leases: LeaseKeeper,
+    private readonly cfg: Pick<ClusterConfig, 'raft' | 'sessions' | 'ledger'>,
+    private readonly machineConfig: MachineConfig,
+    private readonly log: Logger,
+    private readonly now: () => number,
+  ) {}
+
+  start(): void {
+    this.lastExpiryCheck = this.now();
+    this.ledgerTimer = setInterval(() => this.pruneLedger(), Math.min(60_000, Math.max(1_000, this.cfg.ledger.retentionMs / 10)));
+    this.expiryTimer = setInterval(() => this.expiryRound(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
+  }
+
+  stop(): void {
+    if (this.expiryTimer) clearInterval(this.expiryTimer);
+    if (this.ledgerTimer) clearInterval(this.ledgerTimer);
+    this.clearLockDelays();
+  }
+
+  /** A new leader gives every session a full TTL from its election before expiring any,
+   *  and re-arms every pending lock-delay with its full length (it cannot know how much
+   *  of it has passed). */
+  becameLeader(): void {
+    const m = this.core.machine();
+    this.leases.activate(this.now(), m.sessionLeases());
+    for (const d of m.pendingLockDelays()) this.armLockDelay(d.name, d.delayMs, d.since);
+  }
+
+  lostLeadership(): void {
+    this.leases.deactivate();
+    this.clearLockDelays();
+  }
+
+  /** Timers ran late: we were paused (SIGSTOP, GC, CPU steal). Keepalives may be sitting
+   *  unread in our socket buffers, so expire nothing now: give everyone a fresh TTL
+   *  (rule 2 of "Timing and safety"). */
+  paused(gapMs: number): void {
+    if (!this.leases.isActive) return;
+    this.log.warn({ gapMs }, 'resumed after a pause longer than the election timeout: renewing every lease');
+    this.leases.graceAll(this.now());
+  }
+
+  /** Applied events that start or end a lease or a lock-delay. */
+  onMachineEvent(ev: MachineEvent): void {
+    switch (ev.type) {
+      case 'sessionOpened':
+        this.leases.track(ev.session, ev.ttlMs, this.now());
+        break;
+      case 'sessionClosed':
+      case 'sessionExpired':
+        this.leases.forget(ev.session);
+        break;
+      case 'lockDelayStarted':
+        if (this.leases.isActive) this.armLockDelay(ev.name, ev.delayMs, ev.since);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** One round of the expiry timer (public for tests that drive the clock). */
+  expiryRound(): void {
+    const now = this.now();
+    const gap = now - this.lastExpiryCheck;
+    this.lastExpiryCheck = now;
+    if (!this.leases.isActive || !this.core.isLeader()) return;
+    if (gap > this.cfg.raft.electionTimeoutMs) {
+      // This timer ran late: Node runs due timers before it reads input, so keepalives
+      // may sit unread. Expire nothing; renew all.
+      this.paused(gap);
+      return;
+    }
+    this.core.leaderRound();
+    for (const session of this.leases.due(now)) {
+      const index = this.propose({ type: 'expireSession', session });
+      if (index !== null) this.log.info({ session, index }, 'session lease ran out: proposing expiry');
+    }
+  }
+
+  /** Ledger retention: the leader compares its wall clock with the `at` it stamped into
+   *  each beginOp/completeOp and proposes pruneOps for what aged out. */
+  private pruneLedger(): void {
+    if (!this.core.isLeader()) return;
+    const now = Date.now();
+    const criteria = { olderThan: now - this.cfg.ledger.retentionMs, abandonedOlderThan: now - this.cfg.ledger.abandonedAfterMs, max: 1_000 };
+    if (this.core.machine().opsToPrune(criteria) === 0) return;
+    this.propose({ type: 'pruneOps', ...criteria });
+  }
+
+  private armLockDelay(name: string, delayMs: number, since: number): void {
+    clearTimeout(this.lockDelayTimers.get(name));
+    this.lockDelayTimers.set(
+      name,
+      setTimeout(() => {
+        this.lockDelayTimers.delete(name);
+        if (this.core.isLeader()) this.propose({ type: 'lockDelayElapsed', name, since });
+      }, delayMs),
+    );
+  }
+
+  private clearLockDelays(): void {
+    for (const t of this.lockDelayTimers.values()) clearTimeout(t);
+    this.lockDelayTimers.clear();
+  }
+
+  private propose(cmd: Command): number | null {
+    return this.core.propose(encodeCommand(cmd, this.machineConfig));
+  }
+}
