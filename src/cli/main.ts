@@ -5,6 +5,7 @@ import { loadConfig } from '../config/cluster-config.js';
 import { EXIT, UsageError, exitCodeFor } from './exit-codes.js';
 import { interrupted } from './interrupt.js';
 import { registerAdminCommands } from './admin-commands.js';
+import { registerConfigCommands } from './config-commands.js';
 import { registerSnapshotCommands } from './snapshot-register.js';
 import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
@@ -169,6 +170,7 @@ program
   });
 
 registerAdminCommands(program, endpointsFrom);
+registerConfigCommands(program, endpointsFrom);
 registerSnapshotCommands(program, endpointsFrom);
 registerKvCommands(program, endpointsFrom);
 registerFenceSql(program);

@@ -1,5 +1,10 @@
-// Bounds of the lock state machine. Every node of a cluster must run with the same config:
-// the bounds decide results, so nodes with different bounds would diverge.
+// The settings of the lock state machine: every bound that decides what an entry does.
+// They are replicated state (docs/lockfsm.md, "Settings"): the machine holds them, they
+// change only through a committed `configure` entry, and apply never reads a node's own
+// file. Two nodes whose files disagree still apply every entry alike, because the values
+// that decide come from the log. A node's file gives only the values its first leader seeds
+// the cluster with (`configure` with `initial`, which applies only to a cluster never
+// configured).
 
 export interface MachineConfig {
   /** Shortest and longest session TTL a client may ask for (inclusive). */
@@ -17,8 +22,18 @@ export interface MachineConfig {
   readonly maxValueBytes: number;
   /** Sum of key bytes + value bytes over the whole key-value space. */
   readonly maxKvTotalBytes: number;
+  /** The same sum over the keys one token's sessions last wrote (ownerless sessions: not counted). */
+  readonly maxKvBytesPerOwner: number;
+  /** Sum of opKey + result bytes (and RECORD_OVERHEAD_BYTES per operation) over the ledger. */
+  readonly maxLedgerBytes: number;
+  readonly maxLedgerBytesPerOwner: number;
+  /** Sum of name + value bytes (and RECORD_OVERHEAD_BYTES per seat) over election leaders and candidates. */
+  readonly maxElectionBytes: number;
+  readonly maxElectionBytesPerOwner: number;
   /** Answers kept per session for seq > ackedSeq; a new request beyond it is refused. */
   readonly maxPendingResultsPerSession: number;
+  /** Bytes of the answers one session keeps (a `done` answer carries its op's result). */
+  readonly maxPendingResultBytesPerSession: number;
   /** Locks held + locks waited for + elections entered, per session. */
   readonly maxLocksPerSession: number;
   /** Operations (running or done) the ledger keeps at once. */
@@ -31,7 +46,19 @@ export interface MachineConfig {
   /** Sessions open at once with the same owner (token): one token cannot take the whole
    *  cluster's maxSessions from the others. Sessions without an owner are not counted. */
   readonly maxSessionsPerOwner: number;
+  /** How long the ledger keeps a completed operation, in cluster time (pruneOps). */
+  readonly ledgerRetentionMs: number;
+  /** How long the ledger keeps an operation whose last attempt never completed. */
+  readonly ledgerAbandonedAfterMs: number;
 }
+
+export type SettingName = keyof MachineConfig;
+
+/** What a record costs a byte budget beyond its bytes: the map entry and object around them. */
+export const RECORD_OVERHEAD_BYTES = 64;
+
+const MiB = 1024 * 1024;
+const DAY_MS = 86_400_000;
 
 export const DEFAULT_MACHINE_CONFIG: MachineConfig = Object.freeze({
   minTtlMs: 1_000,
@@ -41,60 +68,80 @@ export const DEFAULT_MACHINE_CONFIG: MachineConfig = Object.freeze({
   maxNameLength: 256,
   maxKeyBytes: 1_024,
   maxValueBytes: 65_536,
-  maxKvTotalBytes: 64 * 1024 * 1024,
+  maxKvTotalBytes: 64 * MiB,
+  maxKvBytesPerOwner: 16 * MiB,
+  maxLedgerBytes: 64 * MiB,
+  maxLedgerBytesPerOwner: 16 * MiB,
+  maxElectionBytes: 16 * MiB,
+  maxElectionBytesPerOwner: 4 * MiB,
   maxPendingResultsPerSession: 128,
+  maxPendingResultBytesPerSession: 1 * MiB,
   maxLocksPerSession: 10_000,
   maxLedgerEntries: 100_000,
   maxSeqAdvance: 1_000_000,
   maxSessions: 100_000,
   maxSessionsPerOwner: 10_000,
+  ledgerRetentionMs: 7 * DAY_MS,
+  ledgerAbandonedAfterMs: 30 * DAY_MS,
 });
+
+/** Every setting, in the one order a `configure` entry encodes them in. */
+export const SETTING_NAMES: readonly SettingName[] = Object.freeze(Object.keys(DEFAULT_MACHINE_CONFIG) as SettingName[]);
+
+/** Settings that may not be 0 (a bound of 0 would refuse everything, or means nothing). */
+const POSITIVE: ReadonlySet<SettingName> = new Set<SettingName>([
+  'minTtlMs',
+  'maxNameLength',
+  'maxKeyBytes',
+  'maxPendingResultsPerSession',
+  'maxPendingResultBytesPerSession',
+  'maxLocksPerSession',
+  'maxLedgerEntries',
+  'maxSeqAdvance',
+  'maxSessions',
+  'maxSessionsPerOwner',
+  'ledgerRetentionMs',
+  'ledgerAbandonedAfterMs',
+]);
+
+/** Pairs [lower, upper] that must stay ordered. */
+const ORDERED: readonly (readonly [SettingName, SettingName])[] = [
+  ['minTtlMs', 'maxTtlMs'],
+  ['defaultLockDelayMs', 'maxLockDelayMs'],
+];
+// (A share per owner above its table's total is allowed: the total then bounds first.)
+
+/** What is wrong with `config` as a whole, or null. Never throws (apply uses it). */
+export function settingsProblem(config: Readonly<Record<string, unknown>>): string | null {
+  for (const name of SETTING_NAMES) {
+    const v = config[name];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) return `${name} must be a non-negative safe integer, got ${String(v)}`;
+    if (v === 0 && POSITIVE.has(name)) return `${name} must be at least 1`;
+  }
+  for (const [lower, upper] of ORDERED) {
+    if ((config[lower] as number) > (config[upper] as number)) {
+      return `${lower} (${String(config[lower])}) exceeds ${upper} (${String(config[upper])})`;
+    }
+  }
+  return null;
+}
+
+/** The same settings, keyed in SETTING_NAMES order: snapshots encode the object as it is,
+ *  and replicas must encode the same state to the same bytes. */
+export function canonicalSettings(config: MachineConfig): MachineConfig {
+  const out: Record<string, number> = {};
+  for (const name of SETTING_NAMES) out[name] = config[name];
+  return Object.freeze(out) as unknown as MachineConfig;
+}
 
 /** Throws on a config no node should run with (a start-up error, not a command error). */
 export function checkMachineConfig(config: MachineConfig): MachineConfig {
-  const fields: (keyof MachineConfig)[] = [
-    'minTtlMs',
-    'maxTtlMs',
-    'defaultLockDelayMs',
-    'maxLockDelayMs',
-    'maxNameLength',
-    'maxKeyBytes',
-    'maxValueBytes',
-    'maxKvTotalBytes',
-    'maxPendingResultsPerSession',
-    'maxLocksPerSession',
-    'maxLedgerEntries',
-    'maxSeqAdvance',
-    'maxSessions',
-    'maxSessionsPerOwner',
-  ];
-  for (const field of fields) {
-    const v = config[field];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-      throw new Error(`lockfsm config: ${field} must be a non-negative safe integer, got ${String(v)}`);
-    }
-  }
-  const positive: (keyof MachineConfig)[] = [
-    'minTtlMs',
-    'maxNameLength',
-    'maxKeyBytes',
-    'maxPendingResultsPerSession',
-    'maxLocksPerSession',
-    'maxLedgerEntries',
-    'maxSeqAdvance',
-    'maxSessions',
-    'maxSessionsPerOwner',
-  ];
-  for (const field of positive) {
-    if (config[field] === 0) throw new Error(`lockfsm config: ${field} must be at least 1`);
-  }
-  if (config.minTtlMs > config.maxTtlMs) {
-    throw new Error(`lockfsm config: minTtlMs (${config.minTtlMs}) exceeds maxTtlMs (${config.maxTtlMs})`);
-  }
-  if (config.defaultLockDelayMs > config.maxLockDelayMs) {
-    throw new Error(
-      `lockfsm config: defaultLockDelayMs (${config.defaultLockDelayMs}) exceeds maxLockDelayMs (${config.maxLockDelayMs})`,
-    );
-  }
+  const problem = settingsProblem(config as unknown as Readonly<Record<string, unknown>>);
+  if (problem !== null) throw new Error(`lockfsm config: ${problem}`);
   return config;
+}
+
+/** The settings in which `a` and `b` differ, in SETTING_NAMES order. */
+export function settingsDiff(a: MachineConfig, b: MachineConfig): SettingName[] {
+  return SETTING_NAMES.filter((name) => a[name] !== b[name]);
 }

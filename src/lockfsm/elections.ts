@@ -5,11 +5,17 @@
 // or expiry lets the next candidate lead. The leader's token is its epoch: the index of
 // the entry that made it leader, so epochs only grow. Elections have no lock-delay: the
 // epoch already fences a deposed leader, and failover should be prompt.
+//
+// Each seat (the leader's and each candidate's) holds the election's name and a value, and
+// counts towards the elections' byte budget, in total and per owner (budget.ts).
 
 import type { ApplyContext } from './context.js';
+import { ByteBudget } from './budget.js';
+import { RECORD_OVERHEAD_BYTES, type MachineConfig } from './config.js';
 import { conflict, withToken } from './errors.js';
 import { sessionLoad, tooManyLocks, type SessionRecord } from './sessions.js';
 import { fail, readArray, readEach, readIndex, readString, readTuple } from './snapshot-reader.js';
+import { utf8Length } from './text.js';
 import type { MachineCampaignResult, ElectionInfo, MachineError, OkResult } from './types.js';
 
 const OK: OkResult = Object.freeze({ type: 'ok' });
@@ -34,7 +40,19 @@ export class ElectionTable {
   private readonly byName = new Map<string, ElectionRecord>();
   private candidateCount = 0;
 
-  constructor(private readonly maxLocksPerSession: number) {}
+  private readonly budget: ByteBudget;
+
+  constructor(private readonly settings: () => MachineConfig) {
+    this.budget = new ByteBudget('elections', { total: 'budgets.electionBytes', perOwner: 'budgets.electionBytesPerToken' }, () => {
+      const s = settings();
+      return { total: s.maxElectionBytes, perOwner: s.maxElectionBytesPerOwner };
+    });
+  }
+
+  /** Bytes the seats hold (what the budget counts). */
+  get bytes(): number {
+    return this.budget.bytes;
+  }
 
   campaign(ctx: ApplyContext, rec: SessionRecord, name: string, value: string): MachineCampaignResult {
     let e = this.byName.get(name);
@@ -43,7 +61,12 @@ export class ElectionTable {
       if (e.leader?.session === rec) return { type: 'leader', token: e.leader.token };
       if (e.candidates.has(rec.id)) return { type: 'queued', position: positionOf(e, rec.id) };
     }
-    if (sessionLoad(rec) >= this.maxLocksPerSession) return tooManyLocks(rec, this.maxLocksPerSession);
+    const { maxLocksPerSession } = this.settings();
+    if (sessionLoad(rec) >= maxLocksPerSession) return tooManyLocks(rec, maxLocksPerSession);
+    const bytes = seatBytes(name, value);
+    const over = this.budget.check(rec.owner, bytes);
+    if (over) return over;
+    this.budget.charge(rec.owner, bytes);
     if (e === undefined) {
       e = new ElectionRecord(name);
       this.byName.set(name, e);
@@ -63,6 +86,11 @@ export class ElectionTable {
     const notLeader = this.checkLeader(e, rec, name, token);
     if (notLeader) return notLeader;
     const leader = e!.leader!;
+    const freed = { owner: rec.owner, bytes: seatBytes(name, leader.value) };
+    const over = this.budget.check(rec.owner, seatBytes(name, value), freed);
+    if (over) return over;
+    this.budget.refund(rec.owner, freed.bytes);
+    this.budget.charge(rec.owner, seatBytes(name, value));
     leader.value = value;
     emitChange(ctx, e!);
     return OK;
@@ -75,9 +103,7 @@ export class ElectionTable {
       if (e === undefined || !e.candidates.has(rec.id)) {
         return conflict(`session ${rec.id} is not a queued candidate of election ${JSON.stringify(name)}`);
       }
-      e.candidates.delete(rec.id);
-      this.candidateCount--;
-      rec.elections.delete(name);
+      this.leaveLine(e, rec);
       return OK;
     }
     const notLeader = this.checkLeader(e, rec, name, token);
@@ -90,11 +116,7 @@ export class ElectionTable {
     for (const name of [...rec.elections].sort()) {
       const e = this.byName.get(name)!;
       if (e.leader?.session === rec) this.stepDown(ctx, e);
-      else {
-        e.candidates.delete(rec.id);
-        this.candidateCount--;
-        rec.elections.delete(name);
-      }
+      else this.leaveLine(e, rec);
     }
   }
 
@@ -146,9 +168,21 @@ export class ElectionTable {
     emitChange(ctx, e);
   }
 
-  /** The leader leaves: the first candidate leads with this entry's index as its epoch. */
+  /** A queued candidate leaves (resign without a token, or its session ended). */
+  private leaveLine(e: ElectionRecord, rec: SessionRecord): void {
+    const seat = e.candidates.get(rec.id)!;
+    e.candidates.delete(rec.id);
+    this.candidateCount--;
+    rec.elections.delete(e.name);
+    this.budget.refund(rec.owner, seatBytes(e.name, seat.value));
+  }
+
+  /** The leader leaves: the first candidate leads with this entry's index as its epoch (its
+   *  seat, already charged, moves with it). */
   private stepDown(ctx: ApplyContext, e: ElectionRecord): void {
-    e.leader!.session.elections.delete(e.name);
+    const leaving = e.leader!;
+    this.budget.refund(leaving.session.owner, seatBytes(e.name, leaving.value));
+    leaving.session.elections.delete(e.name);
     e.leader = null;
     const next = e.candidates.values().next();
     if (next.done) {
@@ -202,7 +236,11 @@ export class ElectionTable {
     }
     this.byName.set(name, e);
     leader.elections.add(name);
-    for (const c of e.candidates.values()) c.session.elections.add(name);
+    this.budget.charge(leader.owner, seatBytes(name, e.leader.value));
+    for (const c of e.candidates.values()) {
+      c.session.elections.add(name);
+      this.budget.charge(c.session.owner, seatBytes(name, c.value));
+    }
     this.candidateCount += e.candidates.size;
   }
 }
@@ -224,4 +262,9 @@ function positionOf(e: ElectionRecord, session: number): number {
     position++;
   }
   return position;
+}
+
+/** What a seat costs the budget: the election's name, the value it publishes, and the record. */
+function seatBytes(name: string, value: string): number {
+  return RECORD_OVERHEAD_BYTES + utf8Length(name) + utf8Length(value);
 }

@@ -1,40 +1,50 @@
 // A small key-value space for fenced writes. A key's revision is the index of the entry
 // that last wrote it, so revisions only grow and `ifRevision` gives compare-and-set.
-// Size is bounded (key bytes + value bytes over all keys) because every node keeps it all
-// in memory and in every snapshot.
+// Size is bounded (key bytes + value bytes over all keys, in total and per token: budget.ts)
+// because every node keeps it all in memory and in every snapshot. A key is charged to the
+// owner of the session that last wrote it.
 
 import type { ApplyContext } from './context.js';
-import { limitExceeded, machineError } from './errors.js';
-import { fail, readBytes, readEach, readIndex, readString, readTuple } from './snapshot-reader.js';
+import { ByteBudget } from './budget.js';
+import type { MachineConfig } from './config.js';
+import { machineError } from './errors.js';
+import { fail, readArray, readBytes, readEach, readIndex, readNullableString, readString } from './snapshot-reader.js';
 import { utf8Length } from './text.js';
 import type { DeletedResult, KvEntry, MachineError, WrittenResult } from './types.js';
 
 interface Stored {
   readonly value: Uint8Array;
   readonly revision: number;
-  /** Key bytes + value bytes, what counts toward maxKvTotalBytes. */
+  /** Key bytes + value bytes, what counts toward the budget. */
   readonly bytes: number;
+  /** Whose budget the bytes count towards: the owner of the session that wrote them. */
+  readonly owner: string | null;
 }
 
-type KvTuple = [string, Uint8Array, number];
+/** [key, value, revision] in snapshots of version 1; [key, value, revision, owner] since. */
+type KvTuple = [string, Uint8Array, number, string | null];
 
 export class KvStore {
   private readonly byKey = new Map<string, Stored>();
-  private totalBytes = 0;
+  private readonly budget: ByteBudget;
 
-  constructor(private readonly maxTotalBytes: number) {}
+  constructor(settings: () => MachineConfig) {
+    this.budget = new ByteBudget('key-value space', { total: 'budgets.kvBytes', perOwner: 'budgets.kvBytesPerToken' }, () => {
+      const s = settings();
+      return { total: s.maxKvTotalBytes, perOwner: s.maxKvBytesPerOwner };
+    });
+  }
 
-  put(ctx: ApplyContext, key: string, value: Uint8Array, ifRevision: number | undefined): WrittenResult | MachineError {
+  put(ctx: ApplyContext, owner: string | null, key: string, value: Uint8Array, ifRevision: number | undefined): WrittenResult | MachineError {
     const old = this.byKey.get(key);
     const mismatch = revisionMismatch(key, old, ifRevision);
     if (mismatch) return mismatch;
     const bytes = utf8Length(key) + value.length;
-    const total = this.totalBytes - (old?.bytes ?? 0) + bytes;
-    if (total > this.maxTotalBytes) {
-      return limitExceeded(`key-value space would hold ${total} bytes, over the limit of ${this.maxTotalBytes}`);
-    }
-    this.byKey.set(key, { value, revision: ctx.index, bytes });
-    this.totalBytes = total;
+    const over = this.budget.check(owner, bytes, old ?? undefined);
+    if (over) return over;
+    if (old !== undefined) this.budget.refund(old.owner, old.bytes);
+    this.byKey.set(key, { value, revision: ctx.index, bytes, owner });
+    this.budget.charge(owner, bytes);
     ctx.events.push({ type: 'kvChanged', key, value, revision: ctx.index });
     return { type: 'written', revision: ctx.index };
   }
@@ -45,7 +55,7 @@ export class KvStore {
     if (mismatch) return mismatch;
     if (old === undefined) return { type: 'deleted', existed: false, revision: 0 };
     this.byKey.delete(key);
-    this.totalBytes -= old.bytes;
+    this.budget.refund(old.owner, old.bytes);
     ctx.events.push({ type: 'kvChanged', key, value: null, revision: ctx.index });
     return { type: 'deleted', existed: true, revision: ctx.index };
   }
@@ -68,24 +78,26 @@ export class KvStore {
   }
 
   get bytes(): number {
-    return this.totalBytes;
+    return this.budget.bytes;
   }
 
   toSnapshot(): KvTuple[] {
     const out: KvTuple[] = [];
-    for (const [key, s] of this.byKey) out.push([key, s.value, s.revision]);
+    for (const [key, s] of this.byKey) out.push([key, s.value, s.revision, s.owner]);
     return out;
   }
 
   restore(data: unknown, appliedIndex: number): void {
     readEach(data, 'kv', (item) => {
-      const t = readTuple(item, 3, 'entry');
+      const t = readArray(item, 'entry');
+      if (t.length !== 3 && t.length !== 4) fail(`entry must have 3 or 4 fields, has ${t.length}`);
       const key = readString(t[0], 'key');
       if (this.byKey.has(key)) fail(`key ${JSON.stringify(key)} appears twice`);
       const value = readBytes(t[1], 'value');
       const bytes = utf8Length(key) + value.length;
-      this.byKey.set(key, { value, revision: readIndex(t[2], appliedIndex, 'revision'), bytes });
-      this.totalBytes += bytes;
+      const owner = t.length === 4 ? readNullableString(t[3], 'owner') : null;
+      this.byKey.set(key, { value, revision: readIndex(t[2], appliedIndex, 'revision'), bytes, owner });
+      this.budget.charge(owner, bytes);
     });
   }
 }

@@ -14,24 +14,32 @@
 // - completeOp is accepted only from the holder (token and session) of the latest attempt:
 //   a holder who lost the lock is fenced, and a newer holder must record its attempt first.
 //
-// The machine has no clock, so the leader stamps its wall-clock ms into beginOp/completeOp
-// (`at`) and into pruneOps (`olderThan`). Entries are kept in order of their stamp's entry
-// (not of the stamp itself, which may go back after a leader change); pruning walks from
-// the oldest and stops at the first entry not old enough, so an entry is never dropped
-// before its retention, though one may outlive it behind a newer-stamped one.
+// The machine has no clock, so the leader stamps the cluster's time (machine.ts, "cluster
+// time": never behind an earlier stamp, advanced by the leader's monotonic clock, so a step
+// of any wall clock does not age anything) into beginOp/completeOp (`at`) and into pruneOps.
+// Entries are kept in order of their stamp's entry; pruning walks from the oldest and stops
+// at the first entry not old enough, so an entry is never dropped before its retention.
+//
+// The ledger's bytes (opKey and result, plus RECORD_OVERHEAD_BYTES per operation) count
+// towards a byte budget, in total and per owner (budget.ts): an operation is charged to the
+// owner of the session that first began it.
 
 import type { ApplyContext } from './context.js';
+import { ByteBudget } from './budget.js';
+import { RECORD_OVERHEAD_BYTES, type MachineConfig } from './config.js';
 import { conflict, limitExceeded } from './errors.js';
 import {
   fail,
   readEach,
   readIndex,
+  readArray,
   readNullableBytes,
+  readNullableString,
   readNullableUint,
   readString,
-  readTuple,
   readUint,
 } from './snapshot-reader.js';
+import { utf8Length } from './text.js';
 import type {
   MachineBeginOpResult,
   Fence,
@@ -53,10 +61,18 @@ interface OpRecord {
   beganAt: number;
   result: Uint8Array | null;
   completedAt: number | null;
+  /** Whose budget the operation counts towards (the owner of the session that began it). */
+  readonly owner: string | null;
 }
 
-/** [opKey, idempotencyKey, lock, attempt, token, session, beganAt, result, completedAt] */
-type OpTuple = [string, string, string, number, number, number, number, Uint8Array | null, number | null];
+/** [opKey, idempotencyKey, lock, attempt, token, session, beganAt, result, completedAt, owner]
+ *  (snapshots of version 1 have no owner). */
+type OpTuple = [string, string, string, number, number, number, number, Uint8Array | null, number | null, string | null];
+
+/** What an operation costs the budget: its opKey, its result once it has one, and its record. */
+function opBytes(op: { readonly opKey: string; readonly result: Uint8Array | null }): number {
+  return RECORD_OVERHEAD_BYTES + utf8Length(op.opKey) + (op.result?.length ?? 0);
+}
 
 export class OpLedger {
   /** Ops never completed, in order of their latest attempt. */
@@ -64,14 +80,31 @@ export class OpLedger {
   /** Completed ops, in order of completion. */
   private readonly done = new Map<string, OpRecord>();
 
-  constructor(private readonly maxEntries: number) {}
+  private readonly budget: ByteBudget;
 
-  begin(ctx: ApplyContext, session: number, opKey: string, fence: Fence, retry: boolean, at: number): MachineBeginOpResult {
+  constructor(private readonly settings: () => MachineConfig) {
+    this.budget = new ByteBudget('operation ledger', { total: 'budgets.ledgerBytes', perOwner: 'budgets.ledgerBytesPerToken' }, () => {
+      const s = settings();
+      return { total: s.maxLedgerBytes, perOwner: s.maxLedgerBytesPerOwner };
+    });
+  }
+
+  /** Bytes the ledger holds (what its budget counts). */
+  get bytes(): number {
+    return this.budget.bytes;
+  }
+
+  /** `owner`: the owner of session `session` (whose budget a new operation counts towards). */
+  begin(ctx: ApplyContext, session: number, owner: string | null, opKey: string, fence: Fence, retry: boolean, at: number): MachineBeginOpResult {
     const op = this.running.get(opKey) ?? this.done.get(opKey);
     if (op === undefined) {
-      if (this.size >= this.maxEntries) {
-        return limitExceeded(`the operation ledger holds ${this.size} operations (limit ${this.maxEntries})`);
+      const { maxLedgerEntries } = this.settings();
+      if (this.size >= maxLedgerEntries) {
+        return limitExceeded(`the operation ledger holds ${this.size} operations (limit ${maxLedgerEntries})`);
       }
+      const bytes = opBytes({ opKey, result: null });
+      const over = this.budget.check(owner, bytes);
+      if (over) return over;
       const idempotencyKey = `${opKey}@${ctx.index}`;
       this.running.set(opKey, {
         opKey,
@@ -83,7 +116,9 @@ export class OpLedger {
         beganAt: at,
         result: null,
         completedAt: null,
+        owner,
       });
+      this.budget.charge(owner, bytes);
       return { type: 'run', idempotencyKey, attempt: 1 };
     }
     const wrongLock = checkLock(op, fence);
@@ -111,6 +146,10 @@ export class OpLedger {
           'begin it again with retry first',
       );
     }
+    // The result is charged to the operation's owner, within its share like any growth.
+    const over = this.budget.check(op.owner, result.length);
+    if (over) return over;
+    this.budget.charge(op.owner, result.length);
     op.result = result;
     op.completedAt = at;
     this.running.delete(opKey);
@@ -132,17 +171,22 @@ export class OpLedger {
     let count = 0;
     for (const [key, op] of this.done) {
       if (count >= max || op.completedAt! >= criteria.olderThan) break;
-      if (remove) this.done.delete(key);
+      if (remove) this.drop(this.done, key, op);
       count++;
     }
     if (criteria.abandonedOlderThan !== undefined) {
       for (const [key, op] of this.running) {
         if (count >= max || op.beganAt >= criteria.abandonedOlderThan) break;
-        if (remove) this.running.delete(key);
+        if (remove) this.drop(this.running, key, op);
         count++;
       }
     }
     return count;
+  }
+
+  private drop(from: Map<string, OpRecord>, key: string, op: OpRecord): void {
+    from.delete(key);
+    this.budget.refund(op.owner, opBytes(op));
   }
 
   info(opKey: string): OpInfo | null {
@@ -181,13 +225,15 @@ export class OpLedger {
       op.beganAt,
       op.result,
       op.completedAt,
+      op.owner,
     ];
     return { running: [...this.running.values()].map(tuple), done: [...this.done.values()].map(tuple) };
   }
 
   restore(running: unknown, done: unknown, appliedIndex: number): void {
     const read = (item: unknown): OpRecord => {
-      const t = readTuple(item, 9, 'operation');
+      const t = readArray(item, 'operation');
+      if (t.length !== 9 && t.length !== 10) fail(`operation must have 9 or 10 fields, has ${t.length}`);
       const opKey = readString(t[0], 'opKey');
       if (this.running.has(opKey) || this.done.has(opKey)) fail(`operation ${JSON.stringify(opKey)} appears twice`);
       return {
@@ -200,17 +246,20 @@ export class OpLedger {
         beganAt: readUint(t[6], 'beganAt'),
         result: readNullableBytes(t[7], 'result'),
         completedAt: readNullableUint(t[8], 'completedAt'),
+        owner: t.length === 10 ? readNullableString(t[9], 'owner') : null,
       };
     };
     readEach(running, 'ledger.running', (item) => {
       const op = read(item);
       if (op.result !== null || op.completedAt !== null) fail('a running operation has a result');
       this.running.set(op.opKey, op);
+      this.budget.charge(op.owner, opBytes(op));
     });
     readEach(done, 'ledger.done', (item) => {
       const op = read(item);
       if (op.result === null || op.completedAt === null) fail('a done operation has no result');
       this.done.set(op.opKey, op);
+      this.budget.charge(op.owner, opBytes(op));
     });
   }
 }

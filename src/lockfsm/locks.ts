@@ -16,6 +16,7 @@
 // Every operation is O(1) in the number of locks; a session's close is O(its locks).
 
 import type { ApplyContext } from './context.js';
+import type { MachineConfig } from './config.js';
 import { conflict, withToken } from './errors.js';
 import { sessionLoad, tooManyLocks, type SessionRecord } from './sessions.js';
 import {
@@ -118,7 +119,7 @@ export class LockTable {
   private holderCount = 0;
   private waiterCount = 0;
 
-  constructor(private readonly maxLocksPerSession: number) {}
+  constructor(private readonly settings: () => MachineConfig) {}
 
   // ---- commands ------------------------------------------------------------------------
 
@@ -143,7 +144,8 @@ export class LockTable {
         return limitMismatch(lock, req.limit);
       }
     }
-    if (sessionLoad(rec) >= this.maxLocksPerSession) return tooManyLocks(rec, this.maxLocksPerSession);
+    const { maxLocksPerSession } = this.settings();
+    if (sessionLoad(rec) >= maxLocksPerSession) return tooManyLocks(rec, maxLocksPerSession);
     if (lock === undefined) {
       lock = new LockRecord(req.name);
       this.byName.set(req.name, lock);

@@ -3,15 +3,26 @@
 // sets no timers: everything that depends on time reaches it as a command the leader
 // proposes (expireSession, lockDelayElapsed, pruneOps, and the `at` stamps of the ledger).
 //
+// Nor does it read a node's config: every bound it applies is a setting it holds as state
+// (config.ts), changed only by a committed `configure` entry. A new cluster's first leader
+// seeds them from its file before it proposes anything else, so on every node every command
+// applies under the settings of the log, whatever each node's file says.
+//
+// Cluster time: the ledger needs ages, and the machine has no clock, so entries that need a
+// time carry one (`at`). The leader stamps max(the machine's clock, its start value plus its
+// own monotonic time since it took office), where the start value is the machine's clock
+// (the wall clock only for a cluster that never had one). A stamp is never behind an earlier
+// stamp, and a step of any node's wall clock ages nothing (server/leases/cluster-clock.ts).
+//
 // apply() never throws for a bad command: it answers a typed error, and the entry still
 // counts as applied. It throws only when the caller breaks the contract of strictly
 // increasing log indexes, which would break the token rule and must stop the node.
 
 import type { ApplyContext } from './context.js';
-import { checkMachineConfig, DEFAULT_MACHINE_CONFIG, type MachineConfig } from './config.js';
+import { canonicalSettings, checkMachineConfig, DEFAULT_MACHINE_CONFIG, settingsDiff, settingsProblem, type MachineConfig } from './config.js';
 import { decodeCommand } from './codec.js';
 import { ElectionTable } from './elections.js';
-import { limitExceeded, unknownSession, withToken } from './errors.js';
+import { invalidArgument, limitExceeded, unknownSession, withToken } from './errors.js';
 import { KvStore } from './kv.js';
 import { OpLedger } from './ledger.js';
 import { LockTable } from './locks.js';
@@ -21,6 +32,7 @@ import { SnapshotError } from './snapshot-reader.js';
 import type {
   Applied,
   Command,
+  ConfigureCommand,
   ElectionInfo,
   ExpireSessionCommand,
   Fence,
@@ -33,6 +45,7 @@ import type {
   OpenSessionCommand,
   PendingLockDelay,
   PruneCriteria,
+  PruneOpsCommand,
   Result,
   ResultFor,
   SessionCommand,
@@ -45,7 +58,9 @@ const OK: OkResult = Object.freeze({ type: 'ok' });
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 export class LockMachine {
-  readonly config: MachineConfig;
+  private current: MachineConfig;
+  private configuredYet = false;
+  private clockMs = 0;
   private index = 0;
   private readonly sessionTable: SessionTable;
   private readonly lockTable: LockTable;
@@ -53,13 +68,35 @@ export class LockMachine {
   private readonly kv: KvStore;
   private readonly ledger: OpLedger;
 
-  constructor(config: MachineConfig = DEFAULT_MACHINE_CONFIG) {
-    this.config = checkMachineConfig(config);
-    this.sessionTable = new SessionTable(config.maxPendingResultsPerSession, config.maxSeqAdvance);
-    this.lockTable = new LockTable(config.maxLocksPerSession);
-    this.electionTable = new ElectionTable(config.maxLocksPerSession);
-    this.kv = new KvStore(config.maxKvTotalBytes);
-    this.ledger = new OpLedger(config.maxLedgerEntries);
+  /**
+   * `unconfigured`: the settings until the first `configure` entry. Only logs written before
+   * settings were replicated have commands there (a leader now seeds the settings before it
+   * proposes anything else), so a node passes the values its file gives, which those logs
+   * were applied with; any other caller can leave the defaults.
+   */
+  constructor(unconfigured: MachineConfig = DEFAULT_MACHINE_CONFIG) {
+    this.current = canonicalSettings(checkMachineConfig(unconfigured));
+    const settings = (): MachineConfig => this.current;
+    this.sessionTable = new SessionTable(settings);
+    this.lockTable = new LockTable(settings);
+    this.electionTable = new ElectionTable(settings);
+    this.kv = new KvStore(settings);
+    this.ledger = new OpLedger(settings);
+  }
+
+  /** The cluster's settings as of the applied index. */
+  get settings(): MachineConfig {
+    return this.current;
+  }
+
+  /** Whether a `configure` entry has set the settings (false: a leader should seed them). */
+  get configured(): boolean {
+    return this.configuredYet;
+  }
+
+  /** The cluster's time: the latest `at` an applied entry carried (0: none yet). */
+  get clock(): number {
+    return this.clockMs;
   }
 
   /** The last index passed to apply, applyRaw or skip (0 before any). */
@@ -76,7 +113,7 @@ export class LockMachine {
    */
   apply<C extends Command>(index: number, cmd: C): Applied<ResultFor<C>> {
     this.advance(index);
-    const checked = validateCommand(cmd, this.config);
+    const checked = validateCommand(cmd, this.current);
     const applied = checked.type === 'error' ? { result: checked, events: [] } : this.execute(index, checked);
     return applied as Applied<ResultFor<C>>;
   }
@@ -84,7 +121,7 @@ export class LockMachine {
   /** Decodes, validates and applies an entry's bytes; malformed bytes give an error result. */
   applyRaw(index: number, data: Uint8Array): Applied {
     this.advance(index);
-    const cmd = decodeCommand(data, this.config);
+    const cmd = decodeCommand(data, this.current);
     return cmd.type === 'error' ? { result: cmd, events: [] } : this.execute(index, cmd);
   }
 
@@ -114,7 +151,13 @@ export class LockMachine {
         result = this.lockTable.endLockDelay(ctx, cmd.name, cmd.since);
         break;
       case 'pruneOps':
-        result = this.ledger.prune(cmd);
+        result = this.pruneOps(cmd);
+        break;
+      case 'configure':
+        result = this.configure(ctx, cmd);
+        break;
+      case 'checkpoint':
+        result = { type: 'checkpoint' };
         break;
       default:
         result = this.applySessionCommand(ctx, cmd);
@@ -122,12 +165,44 @@ export class LockMachine {
     return { result, events: ctx.events };
   }
 
+  private configure(ctx: ApplyContext, cmd: ConfigureCommand): Result {
+    // A seed applies only to a machine never configured: the first one to commit wins, and
+    // a leader elected before it applied (which proposed a seed of its own) changes nothing.
+    if (cmd.initial === true && this.configuredYet) return { type: 'settings', settings: this.current, changed: [] };
+    const next = canonicalSettings({ ...this.current, ...cmd.settings });
+    const problem = settingsProblem(next as unknown as Readonly<Record<string, unknown>>);
+    if (problem !== null) return invalidArgument(problem);
+    const changed = settingsDiff(this.current, next);
+    this.current = next;
+    this.configuredYet = true;
+    if (changed.length > 0) ctx.events.push({ type: 'settingsChanged', changed });
+    return { type: 'settings', settings: next, changed };
+  }
+
+  /** Moves the cluster's time forward to `at` (a stamp never moves it back). */
+  private tick(at: number): void {
+    if (at > this.clockMs) this.clockMs = at;
+  }
+
+  private pruneOps(cmd: PruneOpsCommand): Result {
+    if (cmd.at === undefined) return this.ledger.prune({ olderThan: cmd.olderThan!, ...(cmd.abandonedOlderThan !== undefined ? { abandonedOlderThan: cmd.abandonedOlderThan } : {}), ...(cmd.max !== undefined ? { max: cmd.max } : {}) });
+    this.tick(cmd.at);
+    return this.ledger.prune(this.pruneCriteria(cmd.at, cmd.max));
+  }
+
+  /** What a pruneOps stamped `at` drops: ages by the cluster's retention settings. */
+  private pruneCriteria(at: number, max: number | undefined): PruneCriteria {
+    const { ledgerRetentionMs, ledgerAbandonedAfterMs } = this.current;
+    return { olderThan: at - ledgerRetentionMs, abandonedOlderThan: at - ledgerAbandonedAfterMs, ...(max !== undefined ? { max } : {}) };
+  }
+
   private openSession(ctx: ApplyContext, cmd: OpenSessionCommand): Result {
     // Every node applies the same entries with the same bound, so all refuse the same opens.
-    if (this.sessionTable.size >= this.config.maxSessions) {
+    const { maxSessions, maxSessionsPerOwner } = this.current;
+    if (this.sessionTable.size >= maxSessions) {
       return limitExceeded(`${this.sessionTable.size} sessions are open, the cluster's limit (sessions.maxSessions); close some or retry later`);
     }
-    if (cmd.owner !== undefined && this.sessionTable.ownedBy(cmd.owner) >= this.config.maxSessionsPerOwner) {
+    if (cmd.owner !== undefined && this.sessionTable.ownedBy(cmd.owner) >= maxSessionsPerOwner) {
       return limitExceeded(`token "${cmd.owner}" has ${this.sessionTable.ownedBy(cmd.owner)} sessions open, the limit per token (sessions.maxSessionsPerToken); close some first`);
     }
     // The id is the entry's index: unique cluster-wide and never reused.
@@ -187,7 +262,7 @@ export class LockMachine {
           mode: cmd.mode,
           limit: cmd.limit ?? null,
           wait: cmd.wait,
-          lockDelayMs: cmd.lockDelayMs ?? this.config.defaultLockDelayMs,
+          lockDelayMs: cmd.lockDelayMs ?? this.current.defaultLockDelayMs,
         });
       case 'release':
         return this.lockTable.release(ctx, rec, cmd.name, cmd.token);
@@ -200,12 +275,14 @@ export class LockMachine {
       case 'resign':
         return this.electionTable.resign(ctx, rec, cmd.election, cmd.token);
       case 'put':
-        return this.kv.put(ctx, cmd.key, cmd.value, cmd.ifRevision);
+        return this.kv.put(ctx, rec.owner, cmd.key, cmd.value, cmd.ifRevision);
       case 'delete':
         return this.kv.delete(ctx, cmd.key, cmd.ifRevision);
       case 'beginOp':
-        return this.ledger.begin(ctx, rec.id, cmd.opKey, cmd.fence, cmd.retry ?? false, cmd.at);
+        this.tick(cmd.at);
+        return this.ledger.begin(ctx, rec.id, rec.owner, cmd.opKey, cmd.fence, cmd.retry ?? false, cmd.at);
       case 'completeOp':
+        this.tick(cmd.at);
         return this.ledger.complete(rec.id, cmd.opKey, cmd.fence, cmd.result, cmd.at);
     }
   }
@@ -286,9 +363,9 @@ export class LockMachine {
     return this.ledger.info(opKey);
   }
 
-  /** How many entries a pruneOps with these fields would drop (propose it only when > 0). */
-  opsToPrune(criteria: PruneCriteria): number {
-    return this.ledger.countPrunable(criteria);
+  /** How many operations a pruneOps stamped `at` would drop (propose it only when > 0). */
+  opsToPrune(at: number, max?: number): number {
+    return this.ledger.countPrunable(this.pruneCriteria(at, max));
   }
 
   stats(): MachineStats {
@@ -305,6 +382,8 @@ export class LockMachine {
       kvBytes: this.kv.bytes,
       ops: this.ledger.size,
       opsRunning: this.ledger.runningCount,
+      ledgerBytes: this.ledger.bytes,
+      electionBytes: this.electionTable.bytes,
       pendingResults: this.sessionTable.pendingResults,
     };
   }
@@ -340,6 +419,8 @@ export class LockMachine {
     const ledger = this.ledger.toSnapshot();
     return {
       appliedIndex: this.index,
+      settings: this.configuredYet ? this.current : null,
+      clock: this.clockMs,
       sessions,
       locks: this.lockTable.toSnapshot(),
       elections: this.electionTable.toSnapshot(),
@@ -349,11 +430,14 @@ export class LockMachine {
     };
   }
 
-  /** Rebuilds a machine from snapshot(). Bad or truncated bytes throw a SnapshotError. */
-  static restore(data: Uint8Array, config: MachineConfig = DEFAULT_MACHINE_CONFIG): LockMachine {
+  /** Rebuilds a machine from snapshot(). Bad or truncated bytes throw a SnapshotError.
+   *  `unconfigured`: as for the constructor, for a snapshot of a machine never configured. */
+  static restore(data: Uint8Array, unconfigured: MachineConfig = DEFAULT_MACHINE_CONFIG): LockMachine {
     const body = decodeSnapshot(data);
-    const m = new LockMachine(config);
+    const m = new LockMachine(body.settings ?? unconfigured);
     try {
+      m.configuredYet = body.settings !== null;
+      m.clockMs = body.clock;
       m.index = body.appliedIndex;
       const session = (id: number): SessionRecord | undefined => m.sessionTable.get(id);
       m.sessionTable.restore(body.sessions, body.appliedIndex, COMMAND_TYPES);

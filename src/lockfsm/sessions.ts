@@ -13,6 +13,7 @@
 import { invalidArgument, limitExceeded, machineError } from './errors.js';
 import { commandDigest } from './digest.js';
 import { fail, readArray, readEach, readIndex, readObject, readString, readUint } from './snapshot-reader.js';
+import type { MachineConfig } from './config.js';
 import type { CommandType, MachineError, Result, SessionCommand } from './types.js';
 import type { SnapshotRows } from './snapshot.js';
 
@@ -66,10 +67,8 @@ export class SessionTable {
   private readonly byOwner = new Map<string, number>();
   private pending = 0;
 
-  constructor(
-    private readonly maxPendingPerSession: number,
-    private readonly maxSeqAdvance: number,
-  ) {}
+  /** `settings`: the machine's current (replicated) settings, read at each use. */
+  constructor(private readonly settings: () => MachineConfig) {}
 
   get size(): number {
     return this.byId.size;
@@ -136,12 +135,13 @@ export class SessionTable {
     }
     // Before acknowledging anything: an ackedSeq far ahead would poison the session as much
     // as the seq (ackedSeq < seq, so bounding seq bounds both).
+    const { maxSeqAdvance, maxPendingResultsPerSession, maxPendingResultBytesPerSession } = this.settings();
     const high = highestSeq(rec);
-    if (cmd.seq > high + this.maxSeqAdvance) {
+    if (cmd.seq > high + maxSeqAdvance) {
       return {
         kind: 'answer',
         result: invalidArgument(
-          `seq ${cmd.seq} of session ${rec.id} is more than ${this.maxSeqAdvance} above its highest seq so far (${high}); number requests consecutively`,
+          `seq ${cmd.seq} of session ${rec.id} is more than ${maxSeqAdvance} above its highest seq so far (${high}); number requests consecutively`,
         ),
       };
     }
@@ -163,11 +163,22 @@ export class SessionTable {
       }
       return { kind: 'answer', result: stored.result };
     }
-    if (rec.answers.length >= this.maxPendingPerSession) {
+    if (rec.answers.length >= maxPendingResultsPerSession) {
       return {
         kind: 'answer',
         result: limitExceeded(
-          `session ${rec.id} has ${rec.answers.length} unacknowledged requests (limit ${this.maxPendingPerSession}); send ackedSeq`,
+          `session ${rec.id} has ${rec.answers.length} unacknowledged requests (limit ${maxPendingResultsPerSession}); send ackedSeq`,
+        ),
+      };
+    }
+    // A `done` answer carries its operation's result: without a byte bound one session that
+    // never acknowledges could keep maxPendingResultsPerSession copies of a 64 KB result.
+    const kept = keptBytes(rec);
+    if (kept >= maxPendingResultBytesPerSession) {
+      return {
+        kind: 'answer',
+        result: limitExceeded(
+          `session ${rec.id} keeps ${kept} bytes of unacknowledged answers (limit ${maxPendingResultBytesPerSession}); send ackedSeq`,
         ),
       };
     }
@@ -279,6 +290,16 @@ function findAnswer(rec: SessionRecord, seq: number): StoredAnswer | undefined {
   const answers = rec.answers;
   for (let i = 0; i < answers.length; i++) if (answers[i]!.seq === seq) return answers[i];
   return undefined;
+}
+
+/** Bytes the session's kept answers hold beyond their fixed size: the results of `done` answers. */
+function keptBytes(rec: SessionRecord): number {
+  let bytes = 0;
+  for (let i = 0; i < rec.answers.length; i++) {
+    const r = rec.answers[i]!.result;
+    if (r.type === 'done') bytes += r.result.length;
+  }
+  return bytes;
 }
 
 /** A lock/election count check shared by the tables that add to a session's sets. */

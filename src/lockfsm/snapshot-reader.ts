@@ -85,3 +85,7 @@ export function readNullableUint(v: unknown, what: string): number | null {
 export function readNullableBytes(v: unknown, what: string): Uint8Array | null {
   return v === null || v === undefined ? null : readBytes(v, what);
 }
+
+export function readNullableString(v: unknown, what: string): string | null {
+  return v === null ? null : readString(v, what);
+}

@@ -4,13 +4,18 @@
 // events and encode its next snapshot) exactly as the original does.
 
 import { copyingUnpackr, packr, packToBytes, plainView } from './codec.js';
+import { SETTING_NAMES, settingsProblem, type MachineConfig } from './config.js';
 import { fail, readObject, readUint, SnapshotError } from './snapshot-reader.js';
 
 export const SNAPSHOT_FORMAT = 'palisade.lockfsm';
-export const SNAPSHOT_VERSION = 1;
+/** 2: the cluster's settings (null: never configured) and time, kv entries' and ledger
+ *  operations' owners. Version 1 reads as never configured, at time 0, with no owners. */
+export const SNAPSHOT_VERSION = 2;
 
 export interface SnapshotBody {
   readonly appliedIndex: number;
+  readonly settings: MachineConfig | null;
+  readonly clock: number;
   readonly sessions: unknown;
   readonly locks: unknown;
   readonly elections: unknown;
@@ -28,7 +33,10 @@ export interface SnapshotRows<T = unknown> {
 }
 
 /** What SnapshotEncoder encodes: the body, with each table as rows it builds as it goes. */
-export type SnapshotSource = { readonly appliedIndex: number } & { readonly [F in (typeof BODY_FIELDS)[number]]: SnapshotRows };
+export type SnapshotSource = Pick<SnapshotBody, 'appliedIndex' | 'settings' | 'clock'> & { readonly [F in (typeof BODY_FIELDS)[number]]: SnapshotRows };
+
+/** The scalar fields after format and version, in the order encodeSnapshot writes them. */
+const HEAD_FIELDS = ['appliedIndex', 'settings', 'clock'] as const;
 
 export function encodeSnapshot(body: SnapshotBody): Uint8Array {
   return packToBytes({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, ...body });
@@ -70,10 +78,9 @@ export class SnapshotEncoder {
 
   private *encode(body: SnapshotSource): Generator<void, void, void> {
     // The key order of encodeSnapshot's object literal: format, version, then the body's.
-    this.parts.push(mapHeader(3 + BODY_FIELDS.length));
-    for (const [key, value] of [['format', SNAPSHOT_FORMAT], ['version', SNAPSHOT_VERSION], ['appliedIndex', body.appliedIndex]] as const) {
-      this.parts.push(packToBytes(key), packToBytes(value));
-    }
+    this.parts.push(mapHeader(2 + HEAD_FIELDS.length + BODY_FIELDS.length));
+    this.parts.push(packToBytes('format'), packToBytes(SNAPSHOT_FORMAT), packToBytes('version'), packToBytes(SNAPSHOT_VERSION));
+    for (const key of HEAD_FIELDS) this.parts.push(packToBytes(key), packToBytes(body[key]));
     for (const field of BODY_FIELDS) {
       const rows = body[field];
       this.parts.push(packToBytes(field), arrayHeader(rows.length));
@@ -138,10 +145,16 @@ export function decodeSnapshot(data: Uint8Array): SnapshotBody {
   }
   const o = readObject(value, 'snapshot');
   if (o.format !== SNAPSHOT_FORMAT) fail(`not a lock state machine snapshot (format ${JSON.stringify(o.format)})`);
-  if (o.version !== SNAPSHOT_VERSION) fail(`unsupported version ${JSON.stringify(o.version)} (this build reads ${SNAPSHOT_VERSION})`);
+  if (o.version !== 1 && o.version !== SNAPSHOT_VERSION) {
+    fail(`unsupported version ${JSON.stringify(o.version)} (this build reads 1 to ${SNAPSHOT_VERSION})`);
+  }
   for (const field of BODY_FIELDS) if (!(field in o)) fail(`missing ${field}`);
+  const v1 = o.version === 1;
+  if (!v1 && !('settings' in o && 'clock' in o)) fail('missing settings or clock');
   return {
     appliedIndex: readUint(o.appliedIndex, 'appliedIndex'),
+    settings: v1 || o.settings === null ? null : readSettings(o.settings),
+    clock: v1 ? 0 : readUint(o.clock, 'clock'),
     sessions: o.sessions,
     locks: o.locks,
     elections: o.elections,
@@ -149,4 +162,16 @@ export function decodeSnapshot(data: Uint8Array): SnapshotBody {
     ledgerRunning: o.ledgerRunning,
     ledgerDone: o.ledgerDone,
   };
+}
+
+/** The settings of a snapshot: every setting this build knows, and nothing else (a newer
+ *  build's setting is one this build could not honour). */
+function readSettings(v: unknown): MachineConfig {
+  const o = readObject(v, 'settings');
+  for (const k of Object.keys(o)) if (!SETTING_NAMES.includes(k as (typeof SETTING_NAMES)[number])) fail(`unknown setting ${JSON.stringify(k)}`);
+  const out: Record<string, unknown> = {};
+  for (const name of SETTING_NAMES) out[name] = o[name];
+  const problem = settingsProblem(out);
+  if (problem !== null) fail(`settings: ${problem}`);
+  return Object.freeze(out) as unknown as MachineConfig;
 }

@@ -6,6 +6,7 @@
 // Numbers are JS numbers: log indexes, session ids and tokens are all Raft log indexes,
 // which stay far below 2^53.
 
+import type { MachineConfig, SettingName } from './config.js';
 import type { Fence, Holder, KvEntry, LockMode } from './vocabulary.js';
 
 // The words the client protocol shares with the machine are defined in vocabulary.ts.
@@ -120,9 +121,10 @@ export interface DeleteCommand extends SessionScoped {
 }
 
 /**
- * Starts (or asks about) an operation of the idempotency-key ledger. `at` is the leader's
- * wall clock in ms, stamped into the command when it proposes it: the machine has no clock,
- * and the ledger needs a time to age abandoned attempts out (see PruneOpsCommand).
+ * Starts (or asks about) an operation of the idempotency-key ledger. `at` is the cluster's
+ * time in ms (machine.ts, "cluster time"), stamped into the command by the leader that
+ * proposes it: the machine has no clock, and the ledger needs a time to age abandoned
+ * attempts out (see PruneOpsCommand).
  */
 export interface BeginOpCommand extends SessionScoped {
   readonly type: 'beginOp';
@@ -133,7 +135,7 @@ export interface BeginOpCommand extends SessionScoped {
   readonly at: number;
 }
 
-/** `at`: the leader's wall clock in ms when it proposed the command (for retention). */
+/** `at`: the cluster's time in ms when the leader proposed the command (for retention). */
 export interface CompleteOpCommand extends SessionScoped {
   readonly type: 'completeOp';
   readonly opKey: string;
@@ -143,16 +145,40 @@ export interface CompleteOpCommand extends SessionScoped {
 }
 
 /**
- * Proposed by the leader to enforce ledger retention: drops completed operations whose
- * `at` is older than `olderThan` and, when `abandonedOlderThan` is given, operations never
- * completed whose last attempt began before it. `max` bounds the work of one entry.
- * Both times are the leader's wall clock in ms, like the `at` they are compared with.
+ * Proposed by the leader to enforce ledger retention and to carry the cluster's time
+ * forward. With `at` (the cluster's time, as stamped into beginOp/completeOp): drops
+ * completed operations older than the cluster's `ledgerRetentionMs` setting at `at`, and
+ * operations never completed whose last attempt began more than `ledgerAbandonedAfterMs`
+ * before it. Entries written before settings were replicated carry the cut-offs themselves
+ * (`olderThan`, `abandonedOlderThan`) instead. `max` bounds the work of one entry.
  */
 export interface PruneOpsCommand {
   readonly type: 'pruneOps';
-  readonly olderThan: number;
+  readonly at?: number;
+  readonly olderThan?: number;
   readonly abandonedOlderThan?: number;
   readonly max?: number;
+}
+
+/**
+ * Changes the cluster's settings (config.ts): an administrator's `palisade config set`, or,
+ * with `initial`, the seed a leader proposes from its file when the machine was never
+ * configured (it applies only then: the first seed to commit wins and later ones change
+ * nothing, so nodes with different files agree on the one that committed).
+ */
+export interface ConfigureCommand {
+  readonly type: 'configure';
+  readonly settings: Readonly<Partial<MachineConfig>>;
+  readonly initial?: boolean;
+}
+
+/**
+ * Proposed by the leader now and then: changes nothing, but every node computes a digest of
+ * its state as of this entry, and nodes compare them (server/snapshots/state-digests.ts):
+ * replicas that applied the same entries must hold the same state.
+ */
+export interface CheckpointCommand {
+  readonly type: 'checkpoint';
 }
 
 export type Command =
@@ -170,7 +196,9 @@ export type Command =
   | DeleteCommand
   | BeginOpCommand
   | CompleteOpCommand
-  | PruneOpsCommand;
+  | PruneOpsCommand
+  | ConfigureCommand
+  | CheckpointCommand;
 
 export type CommandType = Command['type'];
 
@@ -295,6 +323,18 @@ export interface PrunedResult {
   readonly count: number;
 }
 
+export interface CheckpointResult {
+  readonly type: 'checkpoint';
+}
+
+/** The settings after a configure entry, and which of them it changed (none: a seed that
+ *  came after the first, or values equal to the current ones). */
+export interface SettingsResult {
+  readonly type: 'settings';
+  readonly settings: MachineConfig;
+  readonly changed: readonly SettingName[];
+}
+
 // Machine*: the machine's form of a concept the protocol has too, in another shape
 // (src/protocol's AcquireResult is tagged by `status` and carries the entry index).
 export type MachineAcquireResult = GrantedResult | QueuedResult | BusyResult | MachineError;
@@ -316,6 +356,8 @@ export type Result =
   | OpInDoubtResult
   | OpCompletedResult
   | PrunedResult
+  | SettingsResult
+  | CheckpointResult
   | MachineError;
 
 /** What each command can answer (a replayed answer has the same shape as the first). */
@@ -335,6 +377,8 @@ export interface ResultByCommand {
   beginOp: MachineBeginOpResult;
   completeOp: OpCompletedResult | MachineError;
   pruneOps: PrunedResult | MachineError;
+  configure: SettingsResult | MachineError;
+  checkpoint: CheckpointResult | MachineError;
 }
 
 export type ResultFor<C extends Command> = ResultByCommand[C['type']];
@@ -414,6 +458,12 @@ export interface KvChangedEvent {
   readonly revision: number;
 }
 
+/** The cluster's settings changed (every node re-reads what its timers take from them). */
+export interface SettingsChangedEvent {
+  readonly type: 'settingsChanged';
+  readonly changed: readonly SettingName[];
+}
+
 export type MachineEvent =
   | SessionOpenedEvent
   | SessionClosedEvent
@@ -424,7 +474,8 @@ export type MachineEvent =
   | LockDelayStartedEvent
   | LockDelayEndedEvent
   | ElectionChangedEvent
-  | KvChangedEvent;
+  | KvChangedEvent
+  | SettingsChangedEvent;
 
 /** What apply returns. Treat it as read-only: results are kept for retries. */
 export interface Applied<R extends Result = Result> {
@@ -551,5 +602,7 @@ export interface MachineStats {
   readonly kvBytes: number;
   readonly ops: number;
   readonly opsRunning: number;
+  readonly ledgerBytes: number;
+  readonly electionBytes: number;
   readonly pendingResults: number;
 }

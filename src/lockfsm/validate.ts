@@ -5,7 +5,7 @@
 // values, and copies of byte arrays, so nothing the caller keeps can later change state
 // and the same command always encodes to the same bytes.
 
-import type { MachineConfig } from './config.js';
+import { SETTING_NAMES, type MachineConfig } from './config.js';
 import { invalidArgument, limitExceeded } from './errors.js';
 import { utf8Length } from './text.js';
 import { SESSION_LABEL_MAX_BYTES, type Command, type CommandType, type MachineError } from './types.js';
@@ -20,7 +20,8 @@ type FieldKind =
   | 'bytes' // Uint8Array of at most maxValueBytes
   | 'text' // string of at most maxValueBytes UTF-8 bytes (may be empty)
   | 'label' // a session's label for people: 1..SESSION_LABEL_MAX_BYTES UTF-8 bytes
-  | 'fence'; // {lock: name, token: id}
+  | 'fence' // {lock: name, token: id}
+  | 'settings'; // {settingName: non-negative safe integer, ...}: some of config.ts's settings
 
 interface CommandSpec {
   readonly required: Readonly<Record<string, FieldKind>>;
@@ -56,8 +57,14 @@ const SPECS: Readonly<Record<CommandType, CommandSpec>> = {
     required: { ...SCOPED_REQUIRED, opKey: 'key', result: 'bytes', fence: 'fence', at: 'uint' },
     optional: { ackedSeq: 'uint' },
   },
-  pruneOps: { required: { olderThan: 'uint' }, optional: { abandonedOlderThan: 'uint', max: 'uint' } },
+  // `at` (cluster time; the cut-offs follow from the settings), or the cut-offs themselves
+  // (entries written before settings were replicated): checkAcrossFields wants one of them.
+  pruneOps: { required: {}, optional: { at: 'uint', olderThan: 'uint', abandonedOlderThan: 'uint', max: 'uint' } },
+  configure: { required: { settings: 'settings' }, optional: { initial: 'bool' } },
+  checkpoint: { required: {}, optional: {} },
 };
+
+const SETTINGS: ReadonlySet<string> = new Set(SETTING_NAMES);
 
 export const COMMAND_TYPES: readonly CommandType[] = Object.keys(SPECS) as CommandType[];
 
@@ -144,6 +151,22 @@ function checkField(kind: FieldKind, v: unknown, field: string, config: MachineC
       if (token instanceof Refusal) return token;
       return { lock, token };
     }
+    case 'settings': {
+      if (!isPlainObject(v)) return new Refusal(invalidArgument(`${field} must be an object of settings`));
+      for (const k in v) {
+        if (!SETTINGS.has(k)) return new Refusal(invalidArgument(`${field} has an unknown setting '${k.slice(0, 60)}'`));
+      }
+      // Canonical: the settings in SETTING_NAMES order, so one change encodes one way.
+      const out: Record<string, number> = {};
+      for (const name of SETTING_NAMES) {
+        if (v[name] === undefined) continue;
+        const n = checkField('uint', v[name], `${field}.${name}`, config);
+        if (n instanceof Refusal) return n;
+        out[name] = n as number;
+      }
+      if (Object.keys(out).length === 0) return new Refusal(invalidArgument(`${field} names no setting`));
+      return out;
+    }
   }
 }
 
@@ -208,6 +231,12 @@ function checkAcrossFields(cmd: Record<string, unknown>, config: MachineConfig):
       }
       return null;
     }
+    case 'pruneOps':
+      if (cmd.at === undefined && cmd.olderThan === undefined) return invalidArgument('pruneOps: give at (or olderThan)');
+      if (cmd.at !== undefined && (cmd.olderThan !== undefined || cmd.abandonedOlderThan !== undefined)) {
+        return invalidArgument('pruneOps: with at, the cut-offs come from the settings');
+      }
+      return null;
     default:
       return null;
   }

@@ -121,7 +121,11 @@ export type Request =
   | { id: number; op: 'transferLeader'; to?: string }
   /** Snapshot the node that receives this now and compact its log; with `backup`, instead
    *  answer the lock machine's state after a linearizable read (`palisade snapshot save`). */
-  | { id: number; op: 'snapshot'; backup?: boolean };
+  | { id: number; op: 'snapshot'; backup?: boolean }
+  /** The cluster's replicated settings (docs/operations.md, "Cluster settings"). */
+  | { id: number; op: 'config' }
+  /** Change some of them, by their config-file keys: one committed entry, applied by every node. */
+  | { id: number; op: 'configure'; settings: Readonly<Record<string, number>> };
 
 type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
 /** A request as a caller builds it; whoever sends it assigns the frame id. */
@@ -153,6 +157,16 @@ export interface NodeStatus {
   /** What needs an operator: members not catching up, peers refused for another storage
    *  identity, this node's peer address differing from the recorded one (absent: none). */
   readonly warnings?: readonly string[];
+  /** The latest checkpoint's state digest and the peers whose digest of it agrees (absent
+   *  before the first checkpoint, and from older nodes). */
+  readonly stateDigest?: { readonly index: number; readonly digest: string; readonly agreeing: readonly string[] };
+}
+
+/** The cluster's settings by their config-file keys ('sessions.lockDelayMs': 15000, ...).
+ *  `configured`: false until the first leader has seeded them (the defaults show until then). */
+export interface ClusterSettings {
+  readonly settings: Readonly<Record<string, number>>;
+  readonly configured: boolean;
 }
 
 export interface MemberInfo {

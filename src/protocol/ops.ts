@@ -8,6 +8,7 @@ import type {
   AcquireResult,
   BeginOpResult,
   CampaignResult,
+  ClusterSettings,
   ElectionLeader,
   HelloResult,
   KvEntry,
@@ -71,6 +72,9 @@ export const OP_TABLE = {
   removeMember: admin,
   transferLeader: admin,
   snapshot: admin,
+  config: read,
+  // A lock-machine command (proposed and forwarded like any write) that only an admin may send.
+  configure: { write: true, permission: 'admin' },
 } as const satisfies { readonly [O in Op]: OpSpec };
 
 type Table = typeof OP_TABLE;
@@ -156,6 +160,9 @@ export interface ResultByOp {
   transferLeader: { readonly leader: string | null };
   /** The index the log was compacted to, or with `backup` the state itself. */
   snapshot: Indexed | BackupState;
+  config: ClusterSettings;
+  /** The settings after the change, and which keys it changed. */
+  configure: ClusterSettings & Indexed & { readonly changed: readonly string[] };
 }
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

@@ -174,6 +174,22 @@ class Fields {
     return { lock: f.string('lock', true), token: f.uint('token', 1) };
   }
 
+  /** A map of up to 64 names (1..64 bytes) to non-negative integers (settings by key). */
+  numberMap(name: string): Record<string, number> {
+    const v = this.get(name);
+    const expected = 'a map of up to 64 names to non-negative integers';
+    if (!isPlainObject(v)) this.fail(name, expected);
+    const keys = Object.keys(v);
+    if (keys.length === 0 || keys.length > 64) this.fail(name, expected);
+    const out: Record<string, number> = {};
+    for (const k of keys) {
+      const n = uintValue(v[k]);
+      if (k.length === 0 || utf8Length(k) > 64 || n === undefined) this.fail(`${name}.${k.slice(0, 64)}`, 'a non-negative integer');
+      out[k] = n;
+    }
+    return out;
+  }
+
   optFence(name: string): Fence | undefined {
     return this.has(name) ? this.fence(name) : undefined;
   }
@@ -312,7 +328,10 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'completeOp':
       return { id, op, ...f.sequenced(), opKey: f.string('opKey', true), result: f.bytes('result'), fence: f.fence('fence') };
     case 'members':
+    case 'config':
       return { id, op };
+    case 'configure':
+      return { id, op, settings: f.numberMap('settings') };
     case 'snapshot':
       return withoutUndefined({ id, op, backup: f.optBool('backup') });
     case 'addMember':

@@ -41,6 +41,10 @@ import { ProposalTracker } from './replication/proposals.js';
 import { AppliedWaiters, ReadIndexBatcher } from './replication/read-barrier.js';
 import { Subscriptions, type EventSink } from './api/subscriptions.js';
 import { pushedEvent } from './api/wire.js';
+import { CommandProposer } from './replication/command-proposer.js';
+import { ClusterClock } from './leases/cluster-clock.js';
+import { StateDigests, isDigestApp } from './snapshots/state-digests.js';
+import { fileDisagreements } from '../config/replicated-settings.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
 /** Table rows of a snapshot encoded per event-loop turn: a few milliseconds of work on a
@@ -65,7 +69,15 @@ export class PalisadeNode {
   private readonly cfg: ClusterConfig;
   private readonly self: NodeConfig;
   private readonly log: Logger;
-  private readonly machineConfig: MachineConfig;
+  /** The settings this node's file gives: what it seeds a new cluster with, and what the
+   *  machine applies the entries of a log written before settings were replicated with. */
+  private readonly fileSettings: MachineConfig;
+  /** Every lock-machine command this node proposes as leader (settings first). */
+  private readonly proposer: CommandProposer;
+  /** Checkpoint digests, ours and our peers' (snapshots/state-digests.ts). */
+  private readonly digests: StateDigests;
+  /** The index of the last checkpoint this node proposed as leader. */
+  private checkpointProposedAt = 0;
 
   private storage!: RaftStorage;
   private raft!: RaftNode;
@@ -115,13 +127,18 @@ export class PalisadeNode {
     this.self = nodeById(opts.config, opts.id);
     this.log = opts.logger;
     this.leases = new LeaseKeeper(opts.config.raft.electionTimeoutMs * 2);
-    this.machineConfig = machineConfigFrom(opts.config);
+    this.fileSettings = machineConfigFrom(opts.config);
+    this.proposer = new CommandProposer(() => this.raft, () => this.machine, this.fileSettings, () => this.driver.kick());
+    this.digests = new StateDigests({
+      send: (to, app) => this.peers.sendApp(to, app),
+      peers: () => [...this.raft.confState.voters, ...this.raft.confState.learners].filter((id) => id !== this.id),
+      logger: opts.logger,
+    });
     this.duties = new LeaderDuties(
       {
         isLeader: () => this.raft.role === 'leader',
         propose: (command) => {
-          const r = this.raft.propose(command);
-          this.driver.kick();
+          const r = this.proposer.propose(command);
           return r.ok ? r.index : null;
         },
         machine: () => this.machine,
@@ -129,7 +146,7 @@ export class PalisadeNode {
       },
       this.leases,
       opts.config,
-      this.machineConfig,
+      new ClusterClock(this.now, Date.now),
       opts.logger,
       this.now,
     );
@@ -155,7 +172,6 @@ export class PalisadeNode {
     this.dispatch = new RequestDispatcher({
       id: this.id,
       cfg: opts.config,
-      machineConfig: this.machineConfig,
       log: opts.logger,
       leases: this.leases,
       applied: this.applied,
@@ -163,6 +179,8 @@ export class PalisadeNode {
       subs: this.subs,
       raft: () => this.raft,
       machine: () => this.machine,
+      proposer: () => this.proposer,
+      stamp: () => this.duties.stamp(),
       members: () => this.members,
       reads: () => this.reads,
       admin: () => this.admin,
@@ -235,7 +253,7 @@ export class PalisadeNode {
       await this.storage.save({ hardState, entries });
     }
     const snap = stored.snapshot ? unwrapSnapshot(stored.snapshot.data) : null;
-    this.machine = snap ? LockMachine.restore(snap.machine, this.machineConfig) : new LockMachine(this.machineConfig);
+    this.machine = snap ? LockMachine.restore(snap.machine, this.fileSettings) : new LockMachine(this.fileSettings);
     this.members = new MemberDirectory(snap?.members ?? this.cfg.nodes.map((n) => [n.id, { peerUrl: n.peerUrl, clientUrl: n.clientUrl }] as const), snap?.removed);
     this.lastSnapshotIndex = stored.snapshot?.meta.index ?? 0;
     this.snapshots = new SnapshotPolicy(this.cfg.snapshot.entries, { index: this.lastSnapshotIndex, bytes: stored.snapshot?.data.length ?? 0 });
@@ -289,7 +307,7 @@ export class PalisadeNode {
     });
     this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.storage.storageId, store: this.storage, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why)) });
     await this.identities.load();
-    this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, now: this.now });
+    this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, now: this.now });
     this.peers.on('peerUp', (peer: NodeId) => {
       this.identities.onPeerUp(peer);
       this.forwarder.linkUp(peer);
@@ -304,7 +322,11 @@ export class PalisadeNode {
       for (const m of msgs) this.raft.step(m);
       this.driver.kick();
     });
-    this.peers.on('app', (from: NodeId, p: unknown) => (isIdentityApp(p) ? this.identities.onApp(from, p) : this.forwarder.onPeerApp(from, p as PeerApp)));
+    this.peers.on('app', (from: NodeId, p: unknown) => {
+      if (isIdentityApp(p)) this.identities.onApp(from, p);
+      else if (isDigestApp(p)) this.digests.onPeerDigest(from, p);
+      else this.forwarder.onPeerApp(from, p as PeerApp);
+    });
     await this.peers.start();
 
     const clientAddr = parseWsUrl(this.self.clientUrl, 'clientUrl');
@@ -324,7 +346,7 @@ export class PalisadeNode {
       this.ops = new NodeOps({
         httpUrl: this.self.httpUrl,
         logger: this.log,
-        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.now()) },
+        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.now()), diverged: () => this.diverged() },
       });
       await this.ops.start();
     }
@@ -348,6 +370,7 @@ export class PalisadeNode {
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     this.duties.stop();
+    this.digests.stop();
     this.reads?.stop();
     this.leaseBatch.stop();
     this.health?.stop();
@@ -381,6 +404,7 @@ export class PalisadeNode {
   private onSoftState(s: SoftState): void {
     const wasLeader = this.leases.isActive;
     if (s.role === 'leader' && !wasLeader) {
+      this.proposer.seedIfNeeded(); // before anything else this term proposes
       this.duties.becameLeader();
       this.log.info({ term: this.raft.term }, 'became leader');
     } else if (s.role !== 'leader' && wasLeader) {
@@ -405,6 +429,8 @@ export class PalisadeNode {
         continue;
       }
       const out = this.machine.applyRaw(e.index, e.data);
+      // The state as of this very entry: the next entry of the batch may change it.
+      if (out.result.type === 'checkpoint') void this.digests.checkpoint(e.index, this.machine.snapshotEncoder());
       this.snapshots.applied(e.data.length);
       this.proposals.settle(e.index, e.term, out.result);
       const answered = out.result.type === 'granted';
@@ -423,7 +449,10 @@ export class PalisadeNode {
     // any more), so tell it directly before its link is closed. Any node that applied the
     // entry knows the removal is committed, whoever its leader was.
     if (cc.type === 'remove' && cc.node !== this.id) this.peers?.sendApp(cc.node, { t: 'removed', index: e.index } satisfies PeerApp);
-    if (cc.type === 'remove') this.identities?.forget(cc.node);
+    if (cc.type === 'remove') {
+      this.identities?.forget(cc.node);
+      this.digests.forget(cc.node);
+    }
     this.peers?.setPeers(this.members.peerMap(this.id, [...conf.voters, ...conf.learners]));
     if (e.index > this.bootstrapLength()) this.log.info({ change: cc.type, member: cc.node, index: e.index, voters: conf.voters, learners: conf.learners }, 'membership changed');
     if (cc.type === 'remove' && cc.node === this.id) this.removedBy(e.index, true);
@@ -464,7 +493,7 @@ export class PalisadeNode {
 
   private installSnapshot(s: Snapshot): void {
     const snap = unwrapSnapshot(s.data);
-    this.machine = LockMachine.restore(snap.machine, this.machineConfig);
+    this.machine = LockMachine.restore(snap.machine, this.fileSettings);
     this.members = new MemberDirectory(snap.members, snap.removed);
     this.peers.setPeers(this.members.peerMap(this.id, [...s.meta.conf.voters, ...s.meta.conf.learners]));
     this.lastSnapshotIndex = s.meta.index;
@@ -478,6 +507,7 @@ export class PalisadeNode {
    *  snapshot may be cut (the driver applies a Ready's entries while its write is in flight,
    *  and advances the core only after it). */
   private afterAdvance(): void {
+    this.maybeCheckpoint();
     const wanted = this.snapshotWanted.splice(0);
     if (wanted.length > 0) {
       const taken = this.takeSnapshot();
@@ -537,6 +567,31 @@ export class PalisadeNode {
     }
   }
 
+  /** As leader: a checkpoint entry every `snapshot.entries` entries, so that the members
+   *  compare their state's digests (snapshots/state-digests.ts). */
+  private maybeCheckpoint(): void {
+    if (this.raft.role !== 'leader') return;
+    const applied = this.machine.appliedIndex;
+    const since = Math.max(this.digests.latestIndex, this.checkpointProposedAt);
+    if (applied - since < this.cfg.snapshot.entries) return;
+    const r = this.proposer.propose({ type: 'checkpoint' });
+    if (r.ok) this.checkpointProposedAt = r.index;
+  }
+
+  /** Why this node's state cannot be trusted, or null (readiness). */
+  private diverged(): string | null {
+    const m = this.digests.mismatches[0];
+    return m === undefined ? null : `state differs from ${m.peer}'s at checkpoint ${m.index}: the replicas diverged`;
+  }
+
+  /** Notes for status and /readyz beyond the health watch's: settings in this node's file
+   *  that the cluster overrides, and diverged state. */
+  private notes(): string[] {
+    const out = this.machine.configured ? fileDisagreements(this.fileSettings, this.machine.settings) : [];
+    for (const m of this.digests.mismatches) out.push(`state differs from ${m.peer}'s at checkpoint ${m.index} (ours ${m.ours.slice(0, 12)}, theirs ${m.theirs.slice(0, 12)})`);
+    return out;
+  }
+
   private onReadStates(states: readonly ReadState[], dropped: readonly Uint8Array[]): void {
     this.reads.onReadStates(states, dropped);
   }
@@ -574,6 +629,7 @@ export class PalisadeNode {
       members: [...this.raft.confState.voters, ...this.raft.confState.learners],
       pid: process.pid,
       warnings: this.health.notes(),
+      ...(this.digests.view().latest ? { stateDigest: this.digests.view().latest! } : {}),
       lastIndex: this.raft.log.lastIndex(),
       snapshotIndex: this.raft.log.snapshotIndex,
       sessions: this.leases.size,

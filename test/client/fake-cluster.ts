@@ -261,14 +261,14 @@ export class FakeCluster {
         return { ok: true, result: {} };
       default: {
         if (!isWriteRequest(req)) return err('UNKNOWN_OP', `the fake cluster does not serve ${req.op}`);
-        const cmd = validateCommand(commandFor(req, DEFAULT_TTL_MS, Date.now()), this.machine.config);
+        const cmd = validateCommand(commandFor(req, DEFAULT_TTL_MS, () => Date.now()), this.machine.settings);
         if (isMachineError(cmd)) return machineFail(cmd);
         const result = this.commit(cmd);
         const ans = answerFor(req.op, result, this.index);
         // Events for a session go to the connections that carry it (as request-dispatch.ts).
         if (ans.ok) {
           if (req.op === 'openSession') subs.sessions.add((ans.result as { session: number }).session, conn);
-          else subs.sessions.add(req.session, conn);
+          else if ('session' in req) subs.sessions.add(req.session, conn);
           if (req.op === 'campaign') subs.elections.add(req.election, conn);
         }
         return ans;

@@ -93,14 +93,18 @@ describe('operation ledger', () => {
       complete(d, a, k, f, bytes(1), at);
     }
     begin(d, a, 'abandoned', f, 10);
-    assert.equal(d.m.opsToPrune({ olderThan: 250 }), 2);
-    assert.equal(d.m.opsToPrune({ olderThan: 250, max: 1 }), 1);
-    assert.equal(d.m.opsToPrune({ olderThan: 250, abandonedOlderThan: 11 }), 3);
-    assert.deepEqual(d.apply({ type: 'pruneOps', olderThan: 250 }).result, { type: 'pruned', count: 2 });
+    // Ages come from the cluster's settings: done ops older than 1,000 ms, abandoned ones
+    // older than 1,239 ms, so at 1,250 the cut-offs are 250 and 11.
+    d.apply({ type: 'configure', settings: { ledgerRetentionMs: 1_000, ledgerAbandonedAfterMs: 1_239 } });
+    assert.equal(d.m.opsToPrune(1_240), 2, 'at 1,240 the done ops before 240 and nothing abandoned');
+    assert.equal(d.m.opsToPrune(1_240, 1), 1);
+    assert.equal(d.m.opsToPrune(1_250), 3);
+    assert.deepEqual(d.apply({ type: 'pruneOps', at: 1_240 }).result, { type: 'pruned', count: 2 });
+    assert.equal(d.m.clock, 1_240, 'a pruneOps carries the cluster time forward');
     assert.equal(d.m.op('o1'), null);
     assert.equal(d.m.op('o3')?.state, 'done');
-    assert.equal(d.m.op('abandoned')?.state, 'running', 'abandoned ops are kept unless asked');
-    d.apply({ type: 'pruneOps', olderThan: 0, abandonedOlderThan: 11 });
+    assert.equal(d.m.op('abandoned')?.state, 'running', 'not abandoned for long enough yet');
+    d.apply({ type: 'pruneOps', at: 1_250 });
     assert.equal(d.m.op('abandoned'), null);
     const again = begin(d, a, 'o1', f);
     assert.equal(again.result.type, 'run', 'a pruned op starts over, with a new idempotency key');
@@ -118,6 +122,21 @@ describe('operation ledger', () => {
     complete(d, a, 'early', f, bytes(1), 100);
     assert.deepEqual(d.apply({ type: 'pruneOps', olderThan: 200 }).result, { type: 'pruned', count: 0 });
     assert.deepEqual(d.apply({ type: 'pruneOps', olderThan: 600 }).result, { type: 'pruned', count: 2 });
+  });
+
+  it('the cluster time is the latest stamp applied, and a stamp never moves it back', () => {
+    const d = new Driver();
+    const a = d.open();
+    const t = Driver.token(d.acquire(a, 'L').result);
+    const f = { lock: 'L', token: t };
+    assert.equal(d.m.clock, 0);
+    begin(d, a, 'x', f, 500);
+    assert.equal(d.m.clock, 500);
+    complete(d, a, 'x', f, bytes(1), 400);
+    assert.equal(d.m.clock, 500);
+    d.apply({ type: 'pruneOps', at: 450 });
+    assert.equal(d.m.clock, 500);
+    assert.equal(d.m.op('x')?.state, 'done', '400 is not older than 450 minus a week');
   });
 
   it('bounds the number of ledger entries', () => {

@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
-import { DEFAULT_MACHINE_CONFIG, LockMachine, decodeCommand, type Command, type MachineError } from '../../src/lockfsm/index.js';
+import { DEFAULT_MACHINE_CONFIG, LockMachine, decodeCommand, encodeCommand, type Command, type MachineError } from '../../src/lockfsm/index.js';
 import { LeaderDuties } from '../../src/server/leases/leader-duties.js';
 import { LeaseKeeper } from '../../src/server/leases/lease-keeper.js';
+import { ClusterClock } from '../../src/server/leases/cluster-clock.js';
 
 const ELECTION_MS = 300;
 const TTL_MS = 1_000;
@@ -21,13 +22,13 @@ function setup() {
   const duties = new LeaderDuties(
     {
       isLeader: () => leader,
-      propose: (bytes) => (proposed.push(decodeCommand(bytes)), ++index),
+      propose: (cmd) => (proposed.push(decodeCommand(encodeCommand(cmd))), ++index),
       machine: () => machine,
       leaderRound: () => {},
     },
     leases,
-    { raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: ELECTION_MS }, sessions: { defaultTtlMs: TTL_MS, minTtlMs: 600, maxTtlMs: 60_000, lockDelayMs: 0, maxSessions: 100, maxSessionsPerToken: 100 }, ledger: { retentionMs: 60_000, abandonedAfterMs: 60_000 } },
-    DEFAULT_MACHINE_CONFIG,
+    { raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: ELECTION_MS }, sessions: { defaultTtlMs: TTL_MS, minTtlMs: 600, maxTtlMs: 60_000, lockDelayMs: 0, maxSessions: 100, maxSessionsPerToken: 100 } },
+    new ClusterClock(() => now, () => 0),
     pino({ level: 'silent' }),
     () => now,
   );

@@ -44,7 +44,6 @@ function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFail
   const d = new RequestDispatcher({
     id: 'n1',
     cfg,
-    machineConfig: DEFAULT_MACHINE_CONFIG,
     log: pino({ level: 'silent' }),
     leases,
     applied: new AppliedWaiters(),
@@ -52,6 +51,8 @@ function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFail
     subs: new Subscriptions(),
     raft: () => raft,
     machine: () => new LockMachine(DEFAULT_MACHINE_CONFIG),
+    proposer: () => assert.fail('nothing is proposed in these tests'),
+    stamp: () => 0,
     members: () => members,
     reads: () => reads,
     admin: () => assert.fail('no admin op in these tests'),

@@ -22,6 +22,9 @@ export interface HarnessOptions {
   secure?: { peer?: boolean; client?: boolean };
   /** How the harness itself reaches the client ports (status probes): token, CA. */
   credentials?: RpcCredentials;
+  /** Nodes whose file differs from the others' (a rolling config change): each section given
+   *  here is merged into that section of the node's own config file. */
+  perNode?: Record<string, Record<string, Record<string, unknown>>>;
 }
 
 export interface NodeInfo {
@@ -72,6 +75,12 @@ export class TestCluster {
     };
     writeFileSync(c.configPath, JSON.stringify(config, null, 2));
     c.baseConfig = { ...config, nodes: [...c.nodes] };
+    for (const [id, sections] of Object.entries(opts.perNode ?? {})) {
+      const own: Record<string, unknown> = { ...config };
+      for (const [section, values] of Object.entries(sections)) own[section] = { ...(own[section] as Record<string, unknown> | undefined), ...values };
+      c.ownFiles.add(id);
+      writeFileSync(c.configFile(id), JSON.stringify(own, null, 2));
+    }
     return c;
   }
 
@@ -90,6 +99,8 @@ export class TestCluster {
 
   private baseConfig: Record<string, unknown> & { nodes: NodeInfo[] } = { nodes: [] };
   private readonly joiners = new Set<string>();
+  /** Founding nodes with a config file of their own (perNode). */
+  private readonly ownFiles = new Set<string>();
 
   /** Describe a new node (not a founding member): it starts with `--join` and its own
    *  config file, which lists the founding members and itself. */
@@ -108,7 +119,7 @@ export class TestCluster {
   }
 
   private configFile(id: string): string {
-    return this.joiners.has(id) ? join(this.dir, `${id}.config.json`) : this.configPath;
+    return this.joiners.has(id) || this.ownFiles.has(id) ? join(this.dir, `${id}.config.json`) : this.configPath;
   }
 
   get endpoints(): string[] {

@@ -103,6 +103,8 @@ export function touchedNames(req: Request): TouchedName[] {
     case 'removeMember':
     case 'transferLeader':
     case 'snapshot':
+    case 'config':
+    case 'configure':
       return [];
     default: {
       const unknownOp: never = req; // a new op must say which names it touches

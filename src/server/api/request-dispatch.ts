@@ -5,7 +5,7 @@
 // forwarded peer requests all come through `serve`/`handle`. Depends on the node through
 // DispatchCore only.
 import type { Logger } from 'pino';
-import { encodeCommand, isMachineError, validateCommand, type LockMachine, type MachineConfig } from '../../lockfsm/index.js';
+import { isMachineError, validateCommand, type LockMachine } from '../../lockfsm/index.js';
 import type { NodeId, RaftNode } from '../../raft/index.js';
 import type { NodeStatus, Request, WireError } from '../../protocol/client-protocol.js';
 import { PROTOCOL_VERSION } from '../../protocol/client-protocol.js';
@@ -23,13 +23,14 @@ import type { MembershipAdmin } from '../membership/membership-admin.js';
 import { ProposalLost, ProposalTimeout, type ProposalTracker } from '../replication/proposals.js';
 import { ReadUnavailable, type AppliedWaiters, type ReadIndexBatcher } from '../replication/read-barrier.js';
 import type { EventSink, Subscriptions } from './subscriptions.js';
-import { answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
+import type { CommandProposer } from '../replication/command-proposer.js';
+import { settingsByKey } from '../../config/replicated-settings.js';
+import { UnknownSetting, answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
 
 /** The node as request dispatch sees it (parts made at start are read through functions). */
 export interface DispatchCore {
   readonly id: NodeId;
   readonly cfg: ClusterConfig;
-  readonly machineConfig: MachineConfig;
   readonly log: Logger;
   readonly leases: LeaseKeeper;
   readonly applied: AppliedWaiters;
@@ -37,6 +38,10 @@ export interface DispatchCore {
   readonly subs: Subscriptions;
   raft(): RaftNode;
   machine(): LockMachine;
+  /** Proposes lock-machine commands, the cluster's settings first (command-proposer.ts). */
+  proposer(): CommandProposer;
+  /** The cluster's time to stamp into a command (leases/cluster-clock.ts). */
+  stamp(): number;
   members(): MemberDirectory;
   reads(): ReadIndexBatcher;
   admin(): MembershipAdmin;
@@ -134,6 +139,13 @@ export class RequestDispatcher {
         case 'unwatch':
           if (sink) this.core.subs.watches.remove(req.prefix, sink);
           return answer(req.op, {});
+        case 'config': {
+          await this.linearizable();
+          const m = this.core.machine();
+          return answer(req.op, { settings: settingsByKey(m.settings), configured: m.configured });
+        }
+        case 'configure':
+          return await this.write(req, owner, sink);
         case 'members':
         case 'addMember':
         case 'removeMember':
@@ -149,7 +161,7 @@ export class RequestDispatcher {
         default: {
           if (!isWriteRequest(req)) return fail('UNKNOWN_OP', `unknown op ${String((req as { op: unknown }).op)}`);
           const ans = await this.write(req, owner, sink);
-          if (sink && ans.ok) {
+          if (sink && ans.ok && 'session' in req) {
             this.core.subs.sessions.add(req.session, sink);
             if (req.op === 'campaign') this.core.subs.elections.add(req.election, sink);
           }
@@ -223,17 +235,27 @@ export class RequestDispatcher {
   private async write<R extends WriteRequest>(req: R, owner: string | null, sink: EventSink | null): Promise<Answer<R['op']>> {
     if (this.core.raft().role !== 'leader') return this.core.forwarder().forward(req, owner, clientGone(sink));
     // Validate before proposing: a bad request is answered at once and never reaches the log.
-    const cmd = validateCommand(commandFor(req, this.core.cfg.sessions.defaultTtlMs, Date.now(), owner), this.core.machineConfig);
+    const machine = this.core.machine();
+    const { settings } = machine;
+    // The file's default TTL, within the cluster's bounds (which the node's file may not know).
+    const defaultTtlMs = Math.min(Math.max(this.core.cfg.sessions.defaultTtlMs, settings.minTtlMs), settings.maxTtlMs);
+    let proposed;
+    try {
+      proposed = commandFor(req, defaultTtlMs, () => this.core.stamp(), owner);
+    } catch (e) {
+      if (e instanceof UnknownSetting) return fail('INVALID_ARGUMENT', e.message);
+      throw e;
+    }
+    const cmd = validateCommand(proposed, settings);
     if (isMachineError(cmd)) return machineFail(cmd);
     // Locks and waits per session, waiters per lock: against the leader's applied state (limits.ts).
-    const overLimit = acquireLimitProblem(this.core.cfg.limits, req, this.core.machine());
+    const overLimit = acquireLimitProblem(this.core.cfg.limits, req, machine);
     if (overLimit) return fail(overLimit.code, overLimit.message);
-    const r = this.core.raft().propose(encodeCommand(cmd, this.core.machineConfig));
+    const r = this.core.proposer().propose(cmd);
     if (!r.ok) {
       if (r.reason === 'notLeader') return this.core.forwarder().forward(req, owner, clientGone(sink));
       return this.unavailable(`leader cannot take proposals now (${r.reason}); retry`);
     }
-    this.core.kick();
     try {
       const applied = this.core.proposals.wait(r.index, r.term);
       const result = await (this.core.ops()?.timeProposal(applied) ?? applied);

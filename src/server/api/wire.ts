@@ -11,6 +11,8 @@ import type {
 } from '../../lockfsm/types.js';
 import type { ElectionLeader, LockInfo, ServerEvent, WireError } from '../../protocol/client-protocol.js';
 import type { Answer, ResultOf, WriteOp, WriteRequest } from '../../protocol/ops.js';
+import type { MachineConfig } from '../../lockfsm/config.js';
+import { REPLICATED_SETTINGS, keyOf as keyOfSetting, nearestSettingKey, replicatedSetting, settingsByKey } from '../../config/replicated-settings.js';
 
 /** A refusal: an answer to any op. */
 export function fail(code: WireError['code'], message: string, extra: Partial<WireError> = {}): Answer<never> {
@@ -26,9 +28,10 @@ function seqFields(r: { session: number; seq: number; ackedSeq?: number }) {
   return { session: r.session, seq: r.seq, ...(r.ackedSeq !== undefined ? { ackedSeq: r.ackedSeq } : {}) };
 }
 
-/** The command a write request proposes. `now` is the leader's wall clock (ledger retention);
- *  `owner` the token name an opened session belongs to (null when clients are not authenticated). */
-export function commandFor(r: WriteRequest, defaultTtlMs: number, now: number, owner: string | null = null): Command {
+/** The command a write request proposes. `stamp` gives the cluster's time, for the ledger's
+ *  commands (leases/cluster-clock.ts); `owner` the token name an opened session belongs to
+ *  (null when clients are not authenticated). */
+export function commandFor(r: WriteRequest, defaultTtlMs: number, stamp: () => number, owner: string | null = null): Command {
   switch (r.op) {
     case 'openSession':
       return {
@@ -77,9 +80,31 @@ export function commandFor(r: WriteRequest, defaultTtlMs: number, now: number, o
         ...(r.ifRevision !== undefined ? { ifRevision: r.ifRevision } : {}),
       };
     case 'beginOp':
-      return { type: 'beginOp', ...seqFields(r), opKey: r.opKey, fence: r.fence, at: now, ...(r.retry ? { retry: true } : {}) };
+      return { type: 'beginOp', ...seqFields(r), opKey: r.opKey, fence: r.fence, at: stamp(), ...(r.retry ? { retry: true } : {}) };
     case 'completeOp':
-      return { type: 'completeOp', ...seqFields(r), opKey: r.opKey, result: r.result, fence: r.fence, at: now };
+      return { type: 'completeOp', ...seqFields(r), opKey: r.opKey, result: r.result, fence: r.fence, at: stamp() };
+    case 'configure':
+      return { type: 'configure', settings: machineSettings(r.settings) };
+  }
+}
+
+/** A request's settings by the operator's keys, as the machine's settings; a key that is no
+ *  setting is refused (INVALID_ARGUMENT, with the nearest key). */
+function machineSettings(byKey: Readonly<Record<string, number>>): Partial<MachineConfig> {
+  const out: Partial<Record<keyof MachineConfig, number>> = {};
+  for (const [key, value] of Object.entries(byKey)) {
+    const s = replicatedSetting(key);
+    if (s === undefined) throw new UnknownSetting(key);
+    out[s.setting] = value;
+  }
+  return out;
+}
+
+/** Thrown by commandFor for a configure request naming no setting (answered INVALID_ARGUMENT). */
+export class UnknownSetting extends Error {
+  constructor(readonly key: string) {
+    const near = nearestSettingKey(key);
+    super(`${JSON.stringify(key)} is not a cluster setting${near ? ` (did you mean ${near}?)` : ''}; the settings are ${REPLICATED_SETTINGS.map((s) => s.key).join(', ')}`);
   }
 }
 
@@ -134,6 +159,7 @@ const WIRE_RESULTS: { readonly [O in WriteOp]: (r: Success, index: number) => Re
     }
   },
   completeOp: (r, index) => (r.type === 'completed' ? { idempotencyKey: r.idempotencyKey, index } : null),
+  configure: (r, index) => (r.type === 'settings' ? { settings: settingsByKey(r.settings), configured: true, changed: r.changed.map(keyOfSetting), index } : null),
 };
 
 function indexed(r: Success, index: number): { index: number } | null {

@@ -1,17 +1,22 @@
 // What only the leader does on a clock: expire sessions whose lease ran out, end
-// lock-delays, prune the operation ledger. The lock machine has no clock, so these timers
-// only *propose* (docs/internals.md, "Timing and safety", rule 1): a deposed leader's
-// proposals never commit. Depends on the node through LeaderCore only.
+// lock-delays, prune the operation ledger (and carry the cluster's time forward while it
+// holds anything). The lock machine has no clock, so these timers only *propose*
+// (docs/internals.md, "Timing and safety", rule 1): a deposed leader's proposals never
+// commit. Depends on the node through LeaderCore only.
 import type { Logger } from 'pino';
-import { encodeCommand, type Command, type LockMachine, type MachineConfig, type MachineEvent } from '../../lockfsm/index.js';
+import type { Command, LockMachine, MachineEvent } from '../../lockfsm/index.js';
 import type { ClusterConfig } from '../../config/cluster-config.js';
+import type { ClusterClock } from './cluster-clock.js';
 import type { LeaseKeeper } from './lease-keeper.js';
+
+/** Operations one pruneOps drops at most: one entry's work stays small. */
+const PRUNE_BATCH = 1_000;
 
 /** The node as the leader's timers see it. */
 export interface LeaderCore {
   isLeader(): boolean;
   /** Propose one lock-machine command and process it soon; the index if accepted. */
-  propose(command: Uint8Array): number | null;
+  propose(command: Command): number | null;
   machine(): LockMachine;
   /** Once per expiry round of a leader (membership promotes learners that caught up). */
   leaderRound(): void;
@@ -26,21 +31,22 @@ export class LeaderDuties {
   constructor(
     private readonly core: LeaderCore,
     private readonly leases: LeaseKeeper,
-    private readonly cfg: Pick<ClusterConfig, 'raft' | 'sessions' | 'ledger'>,
-    private readonly machineConfig: MachineConfig,
+    private readonly cfg: Pick<ClusterConfig, 'raft' | 'sessions'>,
+    private readonly clock: ClusterClock,
     private readonly log: Logger,
     private readonly now: () => number,
   ) {}
 
   start(): void {
     this.lastExpiryCheck = this.now();
-    this.ledgerTimer = setInterval(() => this.pruneLedger(), Math.min(60_000, Math.max(1_000, this.cfg.ledger.retentionMs / 10)));
+    this.scheduleLedgerRound();
     this.expiryTimer = setInterval(() => this.expiryRound(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
   }
 
   stop(): void {
     if (this.expiryTimer) clearInterval(this.expiryTimer);
-    if (this.ledgerTimer) clearInterval(this.ledgerTimer);
+    if (this.ledgerTimer) clearTimeout(this.ledgerTimer);
+    this.ledgerTimer = null;
     this.clearLockDelays();
   }
 
@@ -49,6 +55,7 @@ export class LeaderDuties {
    *  of it has passed). */
   becameLeader(): void {
     const m = this.core.machine();
+    this.clock.start(m.clock);
     this.leases.activate(this.now(), m.sessionLeases());
     for (const d of m.pendingLockDelays()) this.armLockDelay(d.name, d.delayMs, d.since);
   }
@@ -104,14 +111,35 @@ export class LeaderDuties {
     }
   }
 
-  /** Ledger retention: the leader compares its wall clock with the `at` it stamped into
-   *  each beginOp/completeOp and proposes pruneOps for what aged out. */
-  private pruneLedger(): void {
+  /** The ledger's round: a tenth of the cluster's retention, between 1 s and 1 min. */
+  private ledgerPeriodMs(): number {
+    return Math.min(60_000, Math.max(1_000, this.core.machine().settings.ledgerRetentionMs / 10));
+  }
+
+  private scheduleLedgerRound(): void {
+    this.ledgerTimer = setTimeout(() => {
+      this.ledgerRound();
+      if (this.ledgerTimer !== null) this.scheduleLedgerRound();
+    }, this.ledgerPeriodMs());
+  }
+
+  /** Ledger retention: a pruneOps stamped with the cluster's time drops what aged out (the
+   *  ages are the cluster's settings, applied by every node). While the ledger holds
+   *  anything the round also carries the cluster's time forward, so that a later leader's
+   *  stamps continue from close to now rather than from the last operation's. (Public for
+   *  tests that drive the clock.) */
+  ledgerRound(): void {
     if (!this.core.isLeader()) return;
-    const now = Date.now();
-    const criteria = { olderThan: now - this.cfg.ledger.retentionMs, abandonedOlderThan: now - this.cfg.ledger.abandonedAfterMs, max: 1_000 };
-    if (this.core.machine().opsToPrune(criteria) === 0) return;
-    this.propose({ type: 'pruneOps', ...criteria });
+    const m = this.core.machine();
+    if (m.stats().ops === 0) return;
+    const at = this.clock.stamp(m.clock);
+    if (m.opsToPrune(at, PRUNE_BATCH) === 0 && at - m.clock < this.ledgerPeriodMs()) return;
+    this.propose({ type: 'pruneOps', at, max: PRUNE_BATCH });
+  }
+
+  /** The cluster's time to stamp into a command proposed now (while leader). */
+  stamp(): number {
+    return this.clock.stamp(this.core.machine().clock);
   }
 
   private armLockDelay(name: string, delayMs: number, since: number): void {
@@ -131,6 +159,6 @@ export class LeaderDuties {
   }
 
   private propose(cmd: Command): number | null {
-    return this.core.propose(encodeCommand(cmd, this.machineConfig));
+    return this.core.propose(cmd);
   }
 }

@@ -15,6 +15,9 @@ export interface HealthNotesOptions {
   readonly recordedPeerUrl: () => string | undefined;
   /** Peers refused for a different storage id (peer -> the id it presented). */
   readonly mismatchedPeers: () => ReadonlyMap<string, string>;
+  /** Further notes of other parts (file settings the cluster overrides, diverged state):
+   *  each is logged once at warn level when it first appears. */
+  readonly more?: () => readonly string[];
   /** A member is "not catching up" once its match has stood still this long while behind. */
   readonly stallMs: number;
   readonly logger: Logger;
@@ -67,6 +70,12 @@ export class HealthNotes {
       if (this.logged.has(n)) continue;
       this.logged.add(n);
       this.o.logger.error(n);
+    }
+    for (const n of this.o.more?.() ?? []) {
+      out.push(n);
+      if (this.logged.has(n)) continue;
+      this.logged.add(n);
+      this.o.logger.warn(n);
     }
     const stalled = this.stalled();
     for (const p of stalled) {

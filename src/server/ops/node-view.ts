@@ -25,6 +25,8 @@ export interface NodeInternals {
   readonly health: HealthNotes;
   /** Time left on the leader's deadline for a session (ms); null on a follower. */
   leaseLeftMs(session: number): number | null;
+  /** Why this node's state cannot be trusted (it differs from a peer's at a checkpoint), or null. */
+  diverged(): string | null;
 }
 
 /** /readyz fails when applying lags the known commit index by more than this many entries. */
@@ -169,6 +171,8 @@ export class NodeView implements MetricsSource {
   readiness(r: RaftView = this.raft()): Readiness {
     if (this.n.stopping()) return { ready: false, reason: 'node is shutting down' };
     if (r.leader === null) return { ready: false, reason: 'no leader known' };
+    const diverged = this.n.diverged();
+    if (diverged !== null) return { ready: false, reason: diverged };
     const lag = r.commitIndex - r.appliedIndex;
     if (lag > READY_MAX_APPLY_LAG) return { ready: false, reason: `applied index ${r.appliedIndex} is ${lag} entries behind commit index ${r.commitIndex} (bound ${READY_MAX_APPLY_LAG})` };
     return { ready: true };

@@ -6,6 +6,7 @@
 import type { MachineEvent } from '../../lockfsm/index.js';
 
 export type RecentEventKind =
+  | 'settingsChanged'
   | 'granted'
   | 'queued'
   | 'released'
@@ -87,6 +88,8 @@ export class RecentEvents {
         );
       case 'kvChanged':
         return null;
+      case 'settingsChanged':
+        return this.add(at, 'settingsChanged', index, null, null, null, `cluster settings changed: ${ev.changed.join(', ')}`);
     }
   }
 
