@@ -169,10 +169,14 @@ export class LockMachine {
     // A seed applies only to a machine never configured: the first one to commit wins, and
     // a leader elected before it applied (which proposed a seed of its own) changes nothing.
     if (cmd.initial === true && this.configuredYet) return { type: 'settings', settings: this.current, changed: [] };
-    const next = canonicalSettings({ ...this.current, ...cmd.settings });
+    // Until the first configure, the settings in force are the node's own (see the
+    // constructor): what the entry answers must not depend on them, so the first one
+    // starts from the defaults every node has.
+    const base = this.configuredYet ? this.current : DEFAULT_MACHINE_CONFIG;
+    const next = canonicalSettings({ ...base, ...cmd.settings });
     const problem = settingsProblem(next as unknown as Readonly<Record<string, unknown>>);
     if (problem !== null) return invalidArgument(problem);
-    const changed = settingsDiff(this.current, next);
+    const changed = settingsDiff(base, next);
     this.current = next;
     this.configuredYet = true;
     if (changed.length > 0) ctx.events.push({ type: 'settingsChanged', changed });

@@ -55,7 +55,8 @@ export class InvariantChecker {
 
   constructor(
     private readonly u: Universe,
-    private readonly defaultLockDelayMs: number,
+    /** The cluster's default lock-delay: follows the configure entries of the history. */
+    private defaultLockDelayMs: number,
   ) {}
 
   private askedDelay(cmd: Command): number {
@@ -76,6 +77,7 @@ export class InvariantChecker {
     assert.equal(m.appliedIndex, index, `appliedIndex ${where}`);
     const { result, events } = applied;
     if (!fresh) assert.deepEqual(events, [], `a replayed answer emits nothing ${where}`);
+    if (result.type === 'settings') this.defaultLockDelayMs = result.settings.defaultLockDelayMs;
 
     // Fence: anything that changes state under a fence needs the fence to hold beforehand.
     if ('fence' in cmd && cmd.fence !== undefined) {

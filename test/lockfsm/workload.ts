@@ -134,12 +134,19 @@ export class Workload {
   private readonly sent: { cmd: SessionCommand; result: Result }[] = [];
   private readonly grants = new Map<string, number[]>();
 
+  /** With `localFile`: the machine starts with those settings (a node's file) and the log
+   *  starts, as a leader makes every new log start, with a configure entry seeding `config`. */
   constructor(
     private readonly viaBytes: boolean,
     config: MachineConfig = WORKLOAD_CONFIG,
+    localFile?: MachineConfig,
   ) {
-    this.m = new LockMachine(config);
+    this.m = new LockMachine(localFile ?? config);
     this.checker = new InvariantChecker(UNIVERSE, config.defaultLockDelayMs);
+    if (localFile !== undefined) {
+      const cmd: Command = { type: 'configure', settings: config, initial: true };
+      this.checker.check(this.m, this.index + 1, cmd, this.apply(cmd), true);
+    }
   }
 
   /** Runs the steps after opening three sessions (so most steps have someone to act for). */

@@ -34,6 +34,9 @@ export interface SimOptions {
   payload?: (rng: Prng) => Uint8Array;
   /** The state machine each node runs (default: StateMachine, a hash of the applied entries). */
   machine?: SimMachines;
+  /** Called on the node a client proposes to, before its proposals (a server's duties as
+   *  leader: the lock simulator seeds the cluster's settings there, as the node does). */
+  beforePropose?: (node: NodeId, raft: RaftNode, sm: SimMachine) => void;
   /** A deliberately wrong driver, to show the simulator catches it (see plantedOrdering). */
   plant?: PlantedBug;
   /** Storage faults: a restarted node may come back with a shorter log than it acknowledged
@@ -822,6 +825,7 @@ export class Sim {
       }
     }
     if (x < 0.8 && this.pending.size < MAX_PENDING) {
+      this.opts.beforePropose?.(n.id, r, n.sm);
       // A few clients at once: several proposals may land in one Ready (one batch).
       const k = this.rng.chance(0.3) ? this.rng.range(2, 6) : 1;
       for (let i = 0; i < k; i++) {

@@ -2,7 +2,9 @@
 // lock workload as its clients (see lock-workload.ts and lock-check.ts). At the end, once
 // faults have stopped and the cluster has caught up, every live node's machine must equal,
 // byte for byte, a machine that applied the committed log from the first entry.
-import { Sim, type SimOptions, type SimResult } from './cluster.js';
+import type { NodeId, RaftNode } from '../../src/raft/index.js';
+import { CommandProposer } from '../../src/server/replication/command-proposer.js';
+import { Sim, type SimMachine, type SimOptions, type SimResult } from './cluster.js';
 import { LockCheck, LockNodeMachine, type LockCheckStats } from './lock-check.js';
 import { LOCK_SIM_CONFIG, LockClients } from './lock-workload.js';
 
@@ -15,7 +17,11 @@ export interface LockSimResult extends SimResult, LockCheckStats {
   endIndexes: number;
 }
 
-export type LockSimOptions = Omit<SimOptions, 'payload' | 'machine'>;
+export type LockSimOptions = Omit<SimOptions, 'payload' | 'machine' | 'beforePropose'> & {
+  /** A leader seeds the cluster's settings from its own file before it proposes, through
+   *  the server's CommandProposer (default true; false shows what the seed prevents). */
+  seedSettings?: boolean;
+};
 
 /** `makeCheck` swaps in another LockCheck (the tests of the checks themselves). */
 export function runLockSeed(
@@ -24,7 +30,16 @@ export function runLockSeed(
 ): LockSimResult {
   const clients = new LockClients(LOCK_SIM_CONFIG);
   const check = makeCheck(clients);
-  const sim = new Sim({ ...opts, payload: (rng) => clients.next(rng), machine: check.machines() });
+  // One proposer per incarnation of a node's Raft core: a restarted node remembers nothing.
+  const proposers = new WeakMap<RaftNode, CommandProposer>();
+  const beforePropose = (node: NodeId, raft: RaftNode, sm: SimMachine): void => {
+    if (!(sm instanceof LockNodeMachine)) return;
+    let p = proposers.get(raft);
+    if (p === undefined) proposers.set(raft, (p = new CommandProposer(() => raft, () => sm.m, check.nodeConfig(node), () => {})));
+    p.seedIfNeeded();
+  };
+  const { seedSettings = true, ...simOpts } = opts;
+  const sim = new Sim({ ...simOpts, payload: (rng) => clients.next(rng), machine: check.machines(), ...(seedSettings ? { beforePropose } : {}) });
   check.fail = (msg) => sim.check.fail(msg);
   const r = sim.run();
   let liveAtEnd = 0;

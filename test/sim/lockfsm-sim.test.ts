@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Packr, Unpackr } from 'msgpackr';
-import type { MachineConfig } from '../../src/lockfsm/index.js';
+import { decodeCommand, type MachineConfig } from '../../src/lockfsm/index.js';
 import type { NodeId } from '../../src/raft/index.js';
 import { DEFAULT_STEPS, nodesFor } from './cluster.js';
 import { LockCheck, LockNodeMachine } from './lock-check.js';
@@ -62,22 +62,57 @@ test('the runs did real work: commands, retries, snapshots compared, restores', 
 // ---- the checks catch what they are meant to catch ---------------------------------------
 
 /** Runs seeds until one reports a violation. */
-function firstViolation(makeCheck: (clients: LockClients) => LockCheck): string | null {
+function firstViolation(makeCheck: (clients: LockClients) => LockCheck, opts: { seedSettings?: boolean } = {}): string | null {
   for (let seed = 0; seed < 12; seed++) {
-    const r = runLockSeed({ seed, nodes: nodesFor(seed), steps: 2500 }, makeCheck);
+    const r = runLockSeed({ seed, nodes: nodesFor(seed), steps: 2500, ...opts }, makeCheck);
     if (r.violation) return r.violation;
   }
   return null;
 }
 
-test('a node running with other bounds is caught answering differently', () => {
-  class Misconfigured extends LockCheck {
-    override nodeConfig(node: NodeId): MachineConfig {
-      return node === 'n2' ? { ...this.config, maxLocksPerSession: 1 } : this.config;
+/** Nodes whose files disagree, as during a rolling config change: n2 allows one lock per
+ *  session and n3 has no lock-delay and a longer minimum TTL. */
+class RollingChange extends LockCheck {
+  override nodeConfig(node: NodeId): MachineConfig {
+    if (node === 'n2') return { ...this.config, maxLocksPerSession: 1 };
+    if (node === 'n3') return { ...this.config, defaultLockDelayMs: 0, minTtlMs: this.config.minTtlMs + 1 };
+    return this.config;
+  }
+}
+
+test('a node running with other bounds is caught answering differently (when no leader seeds the settings)', () => {
+  const v = firstViolation((clients) => new RollingChange(LOCK_SIM_CONFIG, clients), { seedSettings: false });
+  assert.match(v ?? '', /State Machine Safety \(application\)|lock invariant/);
+});
+
+test('nodes whose files disagree apply every entry alike once a leader seeds the settings, over 12 seeds', () => {
+  const failures: string[] = [];
+  for (let seed = 0; seed < 12; seed++) {
+    let check: RollingChange | undefined;
+    const r = runLockSeed({ seed, nodes: nodesFor(seed), steps: DEFAULT_STEPS }, (clients) => (check = new RollingChange(LOCK_SIM_CONFIG, clients)));
+    if (r.violation) failures.push(`seed ${seed}: ${r.violation}`);
+    assert.ok(check!.stats.commands > 50, `seed ${seed} applied commands`);
+  }
+  assert.deepEqual(failures, []);
+});
+
+test('planted: a follower that keeps its own settings instead of the configure entry is caught', () => {
+  /** n2's machine skips configure entries: it goes on applying its own file's values. */
+  class KeepsLocal extends RollingChange {
+    override machines() {
+      const base = super.machines();
+      const plant = (node: NodeId, sm: LockNodeMachine): LockNodeMachine => {
+        if (node !== 'n2') return sm;
+        const m = sm.m;
+        const applyRaw = m.applyRaw.bind(m);
+        m.applyRaw = (index, data) => (decodeCommand(data).type === 'configure' ? (m.skip(index), { result: { type: 'ok' }, events: [] }) : applyRaw(index, data));
+        return sm;
+      };
+      return { create: (node: NodeId) => plant(node, base.create(node) as LockNodeMachine), restore: (node: NodeId, data: Uint8Array) => plant(node, base.restore(node, data) as LockNodeMachine) };
     }
   }
-  const v = firstViolation((clients) => new Misconfigured(LOCK_SIM_CONFIG, clients));
-  assert.match(v ?? '', /State Machine Safety \(application\)|lock invariant/);
+  const v = firstViolation((clients) => new KeepsLocal(LOCK_SIM_CONFIG, clients));
+  assert.match(v ?? '', /State Machine Safety \(application\)|lock invariant|differ/);
 });
 
 test('a restore that loses the answers kept for retries is caught by the snapshot comparison', () => {

@@ -44,6 +44,8 @@ export const VALID_REQUESTS: Request[] = [
   { id: 27, op: 'removeMember', member: 'n4' },
   { id: 28, op: 'transferLeader', to: 'n2' },
   { id: 29, op: 'snapshot' },
+  { id: 30, op: 'config' },
+  { id: 31, op: 'configure', settings: { 'sessions.lockDelayMs': 4000 } },
 ];
 
 /** A raft message with every field set, indices past 2^32 included. */
