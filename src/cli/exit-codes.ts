@@ -31,6 +31,21 @@ export const KV_EXIT = {
   USAGE: 64,
 } as const;
 
+/** Exit codes of `palisade serve` (the systemd unit's restart policy follows them). */
+export const SERVE_EXIT = {
+  /** Stopped by SIGTERM/SIGINT, or removed from the cluster. */
+  STOPPED: 0,
+  /** Refused to run: a config or data-directory error at start, or the cluster refused this
+   *  node's storage identity. Restarting cannot mend it; an operator must act. */
+  REFUSED: 1,
+  /** Its storage failed while running (a full disk, an I/O error): it stopped within a
+   *  second. Restarting is right once the disk is mended; a node that comes back catches up. */
+  STORAGE_FAILED: 2,
+} as const;
+
+/** How long a node whose storage failed may take to stop before it exits regardless. */
+export const FATAL_EXIT_WITHIN_MS = 500;
+
 /** A command line the command cannot use (exit USAGE). */
 export class UsageError extends Error {
   override readonly name = 'UsageError';

@@ -5,6 +5,7 @@ import { secureDataDir } from '../storage/data-dir.js';
 import { exposureProblems } from '../server/exposure.js';
 import { PalisadeNode } from '../server/node.js';
 import { joinCredentials, type CredentialFlags } from './credentials.js';
+import { FATAL_EXIT_WITHIN_MS, SERVE_EXIT } from './exit-codes.js';
 
 export interface ServeOptions extends CredentialFlags {
   readonly config: string;
@@ -62,6 +63,13 @@ export async function serve(opts: ServeOptions): Promise<void> {
       process.stderr.write(`palisade serve: ${opts.id} was ${why}; stopping\n`);
       shutdown(why);
     },
+    // The node has stopped serving; whatever of its stop is left gets FATAL_EXIT_WITHIN_MS.
+    onFatal: (err, kind) => {
+      stopping = true;
+      const code = kind === 'storage' ? SERVE_EXIT.STORAGE_FAILED : SERVE_EXIT.REFUSED;
+      process.stderr.write(`palisade serve: ${opts.id} stopped: ${err.message}\n`);
+      setTimeout(() => process.exit(code), FATAL_EXIT_WITHIN_MS);
+    },
   });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
@@ -70,6 +78,6 @@ export async function serve(opts: ServeOptions): Promise<void> {
   } catch (e) {
     logger.fatal({ err: e }, 'start-up failed');
     process.stderr.write(`palisade serve: ${(e as Error).message}\n`);
-    process.exit(1);
+    process.exit(SERVE_EXIT.REFUSED);
   }
 }

@@ -62,7 +62,14 @@ export interface NodeOptions {
   readonly joinCredentials?: RpcCredentials;
   /** Called when the node stops for good (it was removed from the cluster). */
   readonly onRemoved?: (why: string) => void;
+  /** Called once when the node cannot go on: its storage failed ('storage': a write or a
+   *  snapshot could not be stored, so it can no longer promise what its disk holds), or the
+   *  cluster refused it ('refused': peers hold another storage identity for it). The node
+   *  has stopped serving clients by then; the caller ends the process (serve.ts). */
+  readonly onFatal?: (err: Error, kind: FatalKind) => void;
 }
+
+export type FatalKind = 'storage' | 'refused';
 
 export class PalisadeNode {
   readonly id: NodeId;
@@ -212,9 +219,11 @@ export class PalisadeNode {
       opts.logger,
     );
     this.onRemoved = opts.onRemoved ?? (() => {});
+    this.onFatalHook = opts.onFatal ?? (() => {});
   }
 
   private readonly onRemoved: (why: string) => void;
+  private readonly onFatalHook: (err: Error, kind: FatalKind) => void;
 
   /** Peers to dial at start: the members we know; a joining node asks the cluster. */
   private async initialPeers(): Promise<Map<NodeId, string>> {
@@ -305,7 +314,7 @@ export class PalisadeNode {
       maxFrameBytes: 64 << 20,
       ...peerPortTls(this.cfg, this.id),
     });
-    this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.storage.storageId, store: this.storage, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why)) });
+    this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.storage.storageId, store: this.storage, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why), 'refused') });
     await this.identities.load();
     this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, now: this.now });
     this.peers.on('peerUp', (peer: NodeId) => {
@@ -383,9 +392,17 @@ export class PalisadeNode {
     this.log.info('node stopped');
   }
 
-  private onFatal(err: Error): void {
-    this.log.fatal({ err }, `stopping: ${err.message}`);
-    void this.stop().finally(() => process.exit(2));
+  private fatalSeen = false;
+
+  private onFatal(err: Error, kind: FatalKind = 'storage'): void {
+    if (this.fatalSeen) return;
+    this.fatalSeen = true;
+    this.log.fatal({ err, kind }, `stopping: ${err.message}`);
+    // The caller ends the process at once (a leader that lingers keeps its peer port open and
+    // holds the cluster at n-1 without a supervisor noticing); stop() only starts the
+    // goodbyes it has time for.
+    void this.stop().catch(() => {});
+    this.onFatalHook(err, kind);
   }
 
   // ---- raft plumbing ------------------------------------------------------------------

@@ -229,23 +229,82 @@ describe('storage faults', () => {
     clusters.push(c);
     const leader = await c.waitForLeader();
     const victim = c.nodes.map((n) => n.id).find((id) => id !== leader)!;
-    await c.signal(victim, 'SIGKILL');
-    const dir = c.node(victim).dataDir;
-    const saved = `${dir}.saved`;
-    renameSync(dir, saved);
-    mkdirSync(dir, { mode: 0o700 });
+    const disk = await onTmpfs(c, victim, t);
+    if (!disk) return;
     try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m,mode=0700', 'tmpfs', dir], { stdio: 'pipe' });
-    } catch (e) {
-      t.skip(`cannot mount a tmpfs here (${(e as Error).message.split('\n')[0]}); run as root to fill a disk`);
-      return;
-    }
-    try {
-      execFileSync('cp', ['-a', `${saved}/.`, dir]);
       await c.start(victim);
       const top1 = await write(c, leader, 20, 2);
-      // Fill what is left of the tmpfs, then keep writing until the node's own writes fail.
-      const junk = join(dir, 'junk');
+      disk.fill();
+      await writeUntilGone(c, leader, victim);
+      await exited(c, victim, 20_000);
+      assert.match(c.logOf(victim), /the disk is full \(ENOSPC/);
+      disk.free();
+      await c.start(victim);
+      const top2 = await write(c, leader, 20, 2);
+      await until(async () => ((await c.status(victim))?.appliedIndex ?? 0) >= ((await c.status(leader))?.commitIndex ?? 1), 20_000, 'the node to catch up');
+      await allReadable(c, victim, 20);
+      assert.ok(top2 > top1);
+      assert.ok((await newToken(c, victim)) > top2);
+    } finally {
+      await c.signal(victim, 'SIGKILL');
+      disk.unmount();
+    }
+  });
+
+  test('a leader whose disk fills exits at once with code 2 (storage failed), and another leader serves', async (t) => {
+    const c = await TestCluster.started();
+    clusters.push(c);
+    const victim = await c.waitForLeader();
+    const disk = await onTmpfs(c, victim, t);
+    if (!disk) return;
+    try {
+      await c.start(victim);
+      await until(async () => {
+        const l = await c.waitForLeader();
+        if (l === victim) return true;
+        await rpc(c.node(l).clientUrl, { op: 'transferLeader', to: victim }, 10_000).catch(() => {});
+        return false;
+      }, 20_000, `${victim} to lead again`);
+      const proc = c.procs.get(victim)!;
+      const ended = new Promise<{ code: number | null; at: number }>((resolve) => proc.once('exit', (code) => resolve({ code, at: Date.now() })));
+      disk.fill();
+      await writeUntilGone(c, victim, victim);
+      const { code, at } = await ended;
+      assert.equal(code, 2, 'exit code 2: storage failed (docs/cli.md)');
+      const fatal = c.logOf(victim).split('\n').map((l) => { try { return JSON.parse(l) as { level?: number; time?: number; msg?: string }; } catch { return {}; } }).find((l) => l.level === 60);
+      assert.ok(fatal?.time, 'the node logged why it stopped, at fatal level');
+      assert.match(fatal!.msg ?? '', /disk is full|ENOSPC/);
+      // It exits promptly: before, a leader in this state stayed up for over a minute with its
+      // peer port open. (Its own bound is half a second; this allows a loaded machine.)
+      assert.ok(at - fatal!.time! < 5_000, `exited ${at - fatal!.time!} ms after its fatal error`);
+      const next = await c.waitForLeader(10_000, [victim]);
+      assert.ok((await newToken(c, next)) > 0, 'the new leader grants');
+    } finally {
+      await c.signal(victim, 'SIGKILL');
+      disk.unmount();
+    }
+  });
+});
+
+/** Moves `id`'s data directory (with the node stopped) onto a 6 MB tmpfs of its own; null
+ *  (the test skipped) where no tmpfs can be mounted. */
+async function onTmpfs(c: TestCluster, id: string, t: { skip(why: string): void }) {
+  await c.signal(id, 'SIGKILL');
+  const dir = c.node(id).dataDir;
+  const saved = `${dir}.saved`;
+  renameSync(dir, saved);
+  mkdirSync(dir, { mode: 0o700 });
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=6m,mode=0700', 'tmpfs', dir], { stdio: 'pipe' });
+  } catch (e) {
+    t.skip(`cannot mount a tmpfs here (${(e as Error).message.split('\n')[0]}); run as root to fill a disk`);
+    return null;
+  }
+  execFileSync('cp', ['-a', `${saved}/.`, dir]);
+  const junk = join(dir, 'junk');
+  return {
+    /** Fill what is left of the tmpfs. */
+    fill(): void {
       const fd = openSync(junk, 'w');
       try {
         const block = Buffer.alloc(64 * 1024, 1);
@@ -255,26 +314,27 @@ describe('storage faults', () => {
       } finally {
         closeSync(fd);
       }
-      const big = new Uint8Array(32 * 1024).fill(7);
-      const client = await RawClient.connect(c.node(leader).clientUrl);
-      try {
-        const s = await RawSession.open(client, 10_000);
-        for (let i = 0; i < 100 && c.procs.has(victim); i++) assert.ok((await s.call({ op: 'put', key: `big${i}`, value: big })).ok);
-      } finally {
-        client.close();
-      }
-      await exited(c, victim, 20_000);
-      assert.match(c.logOf(victim), /the disk is full \(ENOSPC/);
-      unlinkSync(junk);
-      await c.start(victim);
-      const top2 = await write(c, leader, 20, 2);
-      await until(async () => ((await c.status(victim))?.appliedIndex ?? 0) >= ((await c.status(leader))?.commitIndex ?? 1), 20_000, 'the node to catch up');
-      await allReadable(c, victim, 20);
-      assert.ok(top2 > top1);
-      assert.ok((await newToken(c, victim)) > top2);
-    } finally {
-      await c.signal(victim, 'SIGKILL');
-      execFileSync('umount', ['-l', dir]);
+    },
+    free: (): void => unlinkSync(junk),
+    unmount: (): void => void execFileSync('umount', ['-l', dir]),
+  };
+}
+
+/** Puts of 32 KB through `via` until `victim` has exited (its own writes failed). A put may
+ *  fail or time out once the victim is the leader that fails. */
+async function writeUntilGone(c: TestCluster, via: string, victim: string): Promise<void> {
+  const big = new Uint8Array(32 * 1024).fill(7);
+  const client = await RawClient.connect(c.node(via).clientUrl);
+  try {
+    const s = await RawSession.open(client, 10_000);
+    for (let i = 0; i < 100 && c.procs.has(victim); i++) {
+      const r = await Promise.race([s.call({ op: 'put', key: `big${i}`, value: big }), new Promise((res) => setTimeout(res, 2_000, null))]);
+      if (via !== victim) assert.ok(r && (r as { ok: boolean }).ok, JSON.stringify(r));
     }
-  });
-});
+  } catch (e) {
+    if (via !== victim) throw e;
+  } finally {
+    client.close();
+  }
+  await exited(c, victim, 20_000);
+}
