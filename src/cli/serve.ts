@@ -4,6 +4,7 @@ import { loadConfig, nodeById } from '../config/cluster-config.js';
 import { secureDataDir } from '../storage/data-dir.js';
 import { exposureProblems } from '../server/exposure.js';
 import { PalisadeNode } from '../server/node.js';
+import { productionDeps } from '../server/production-deps.js';
 import { joinCredentials, type CredentialFlags } from './credentials.js';
 import { FATAL_EXIT_WITHIN_MS, SERVE_EXIT } from './exit-codes.js';
 
@@ -33,15 +34,16 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.exit(1);
   }
   let stopping = false;
+  let node: PalisadeNode | null = null;
   const shutdown = (why: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ why }, 'shutting down');
-    node.stop().then(
-      () => process.exit(0),
-      (e) => {
+    (node?.stop() ?? Promise.resolve()).then(
+      () => process.exit(SERVE_EXIT.STOPPED),
+      (e: unknown) => {
         logger.error({ err: e }, 'shutdown failed');
-        process.exit(1);
+        process.exit(SERVE_EXIT.REFUSED);
       },
     );
   };
@@ -51,29 +53,30 @@ export async function serve(opts: ServeOptions): Promise<void> {
     credentials = join.length > 0 ? joinCredentials(config, opts.id, opts, process.env) : {};
   } catch (e) {
     process.stderr.write(`palisade serve: ${(e as Error).message}\n`);
-    process.exit(1);
+    process.exit(SERVE_EXIT.REFUSED);
   }
-  const node = new PalisadeNode({
-    config,
-    id: opts.id,
-    logger,
-    join,
-    joinCredentials: credentials,
-    onRemoved: (why) => {
-      process.stderr.write(`palisade serve: ${opts.id} was ${why}; stopping\n`);
-      shutdown(why);
-    },
-    // The node has stopped serving; whatever of its stop is left gets FATAL_EXIT_WITHIN_MS.
-    onFatal: (err, kind) => {
-      stopping = true;
-      const code = kind === 'storage' ? SERVE_EXIT.STORAGE_FAILED : SERVE_EXIT.REFUSED;
-      process.stderr.write(`palisade serve: ${opts.id} stopped: ${err.message}\n`);
-      setTimeout(() => process.exit(code), FATAL_EXIT_WITHIN_MS);
-    },
-  });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   try {
+    node = await PalisadeNode.open(
+      {
+        config,
+        id: opts.id,
+        join,
+        onRemoved: (why) => {
+          process.stderr.write(`palisade serve: ${opts.id} was ${why}; stopping\n`);
+          shutdown(why);
+        },
+        // The node has stopped serving; whatever of its stop is left gets FATAL_EXIT_WITHIN_MS.
+        onFatal: (err, kind) => {
+          stopping = true;
+          const code = kind === 'storage' ? SERVE_EXIT.STORAGE_FAILED : SERVE_EXIT.REFUSED;
+          process.stderr.write(`palisade serve: ${opts.id} stopped: ${err.message}\n`);
+          setTimeout(() => process.exit(code), FATAL_EXIT_WITHIN_MS);
+        },
+      },
+      productionDeps(config, opts.id, logger, credentials),
+    );
     await node.start();
   } catch (e) {
     logger.fatal({ err: e }, 'start-up failed');

@@ -14,6 +14,7 @@ import { Level } from 'level';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { ReadyWrite } from '../raft/ready-plan.js';
 import { StorageError } from './errors.js';
+import type { NodeStore } from './node-store.js';
 import { ALL_ENTRIES, HARD_STATE_KEY, JOINING_KEY, META_KEY, PEER_PREFIX, SNAPSHOT_KEY, entryIndexOf, entryKey, keyName, peerKey } from './keys.js';
 import {
   CorruptValue,
@@ -72,7 +73,7 @@ interface LogBounds {
   lastStored: number | null;
 }
 
-export class RaftStorage {
+export class RaftStorage implements NodeStore {
   private readonly bounds: LogBounds;
   /** The state read (and checked) by open(), handed out by a load() before any write. */
   private opened: LoadedState | null;

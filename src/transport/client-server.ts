@@ -26,6 +26,7 @@ import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, typ
 import { FrameError, decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
 import { AddressCoolOff } from './address-cooloff.js';
+import type { ClientConn, ClientListener } from './contracts.js';
 import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
@@ -102,7 +103,7 @@ const SOCKET_SLACK_PER_ADDRESS = 16;
 const CLOSE_GRACE_MS = 2000;
 
 /** One client's connection. Listen to 'request' and 'close'; answer with send(). */
-export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
+export class ClientConnection extends EventEmitter<ClientConnectionEvents> implements ClientConn {
   private closed = false;
   private corked = false;
   private readonly bucket: TokenBucket | null;
@@ -309,7 +310,7 @@ interface ClientServerInternals {
 /** A refused address is logged at most this often, so a connection flood cannot flood the log. */
 const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
-export class ClientServer {
+export class ClientServer implements ClientListener {
   private listener: WsListener | null = null;
   private readonly connections = new Map<number, { conn: ClientConnection; ws: WebSocket }>();
   /** Open connections per remote address. */

@@ -14,6 +14,7 @@ import { PeerAcceptor } from './peer-accept.js';
 import { PeerDial } from './peer-dial.js';
 import type { LinkNonces } from './peer-frames.js';
 import { openLink, receiveFrame, sendApp, sendRaft, type Link, type LinkContext } from './peer-link.js';
+import type { PeerNetwork } from './contracts.js';
 import { CLOSE, newPeerStats, resolvePeerOptions, type PeerTransportOptions, type PeerTransportStats, type ResolvedPeerOptions } from './peer-options.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { closeWithin, guarded } from './ws-util.js';
@@ -32,7 +33,7 @@ const SILENT_INTERVALS = 5;
  *  nodes may share a host); with them, what bounds the peer port's TCP sockets per address. */
 const LINKS_PER_ADDRESS = 32;
 
-export class PeerTransport extends EventEmitter<PeerTransportEvents> {
+export class PeerTransport extends EventEmitter<PeerTransportEvents> implements PeerNetwork {
   private readonly opts: ResolvedPeerOptions;
   private readonly tls: TlsMaterial | undefined;
   private readonly log: Logger;

@@ -7,6 +7,7 @@ import { DEFAULT_MACHINE_CONFIG, LockMachine, decodeCommand, encodeCommand, type
 import { LeaderDuties } from '../../src/server/leases/leader-duties.js';
 import { LeaseKeeper } from '../../src/server/leases/lease-keeper.js';
 import { ClusterClock } from '../../src/server/leases/cluster-clock.js';
+import { systemClock } from '../../src/server/clock.js';
 
 const ELECTION_MS = 300;
 const TTL_MS = 1_000;
@@ -30,7 +31,7 @@ function setup() {
     { raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: ELECTION_MS }, sessions: { defaultTtlMs: TTL_MS, minTtlMs: 600, maxTtlMs: 60_000, lockDelayMs: 0, maxSessions: 100, maxSessionsPerToken: 100 } },
     new ClusterClock(() => now, () => 0),
     pino({ level: 'silent' }),
-    () => now,
+    { ...systemClock, now: () => now },
   );
   /** Advance the clock in steps shorter than the election timeout, running expiry rounds. */
   const advance = (ms: number) => {

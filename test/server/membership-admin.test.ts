@@ -1,5 +1,6 @@
 // Membership administration in process, on a real (pure) RaftNode that the test drives as a
 // tiny driver would: each kick (in a later turn) takes the Ready, settles the proposals it commits, advances.
+import { systemClock } from '../../src/server/clock.js';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
@@ -49,7 +50,7 @@ function setup(conf: ConfState) {
       snapshotNow: async () => 0,
       backup: async () => ({ clusterId: 'c', node: 'n1', index: 0, term: 1, machineFormat: 'test', machineVersion: 1, data: new Uint8Array(0) }),
       unavailable: (message) => ({ ok: false, error: { code: 'UNAVAILABLE', message } }),
-      now: () => performance.now(),
+      clock: systemClock,
     },
     pino({ level: 'silent' }),
   );

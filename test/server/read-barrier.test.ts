@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RaftNode } from '../../src/raft/index.js';
+import { systemClock } from '../../src/server/clock.js';
 import { ReadIndexBatcher } from '../../src/server/replication/read-barrier.js';
 
 /** A core that records the rounds asked for; `answer` completes the one in flight. */
@@ -21,7 +22,7 @@ const settled = (): Promise<void> => new Promise((r) => setImmediate(r));
 test('a read starts a round at once; one that arrives during it waits for the next round', async () => {
   const { raft, rounds } = fakeCore();
   let now = 0;
-  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', () => now, 5);
+  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', { ...systemClock, now: () => now }, 5);
   const first = b.request('read');
   assert.equal(rounds.length, 1);
   const second = b.request('read');
@@ -36,7 +37,7 @@ test('a read starts a round at once; one that arrives during it waits for the ne
 test('keepalives alone wait for a round spaced from the previous start; a read takes them along at once', async () => {
   const { raft, rounds } = fakeCore();
   let now = 100;
-  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', () => now, 5);
+  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', { ...systemClock, now: () => now }, 5);
   const k1 = b.request('lease');
   assert.equal(rounds.length, 1, 'no round started recently: the first keepalive goes at once');
   now = 101;
@@ -58,7 +59,7 @@ test('keepalives alone wait for a round spaced from the previous start; a read t
 test('a waiting keepalive gets its round once the spacing has passed, and never from an earlier round', async () => {
   const { raft, rounds } = fakeCore();
   let now = 0;
-  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', () => now, 5);
+  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', { ...systemClock, now: () => now }, 5);
   const k1 = b.request('lease');
   let k2Index: number | null = null;
   const k2 = b.request('lease').then((i) => (k2Index = i));
@@ -78,7 +79,7 @@ test('a waiting keepalive gets its round once the spacing has passed, and never 
 test('stop answers every waiter, in a round or waiting for one, and starts no round after', async () => {
   const { raft, rounds } = fakeCore();
   let now = 0;
-  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', () => now, 5);
+  const b = new ReadIndexBatcher(raft, () => {}, 10_000, 'n1', { ...systemClock, now: () => now }, 5);
   const inRound = b.request('read');
   const queued = b.request('lease');
   const outcomes = Promise.allSettled([inRound, queued]);

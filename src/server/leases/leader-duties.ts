@@ -8,6 +8,7 @@ import type { Command, LockMachine, MachineEvent } from '../../lockfsm/index.js'
 import type { ClusterConfig } from '../../config/cluster-config.js';
 import type { ClusterClock } from './cluster-clock.js';
 import type { LeaseKeeper } from './lease-keeper.js';
+import type { NodeClock, Timer } from '../clock.js';
 
 /** Operations one pruneOps drops at most: one entry's work stays small. */
 const PRUNE_BATCH = 1_000;
@@ -23,9 +24,9 @@ export interface LeaderCore {
 }
 
 export class LeaderDuties {
-  private readonly lockDelayTimers = new Map<string, NodeJS.Timeout>();
-  private expiryTimer: NodeJS.Timeout | null = null;
-  private ledgerTimer: NodeJS.Timeout | null = null;
+  private readonly lockDelayTimers = new Map<string, Timer>();
+  private expiryTimer: Timer | null = null;
+  private ledgerTimer: Timer | null = null;
   private lastExpiryCheck = 0;
 
   constructor(
@@ -34,18 +35,22 @@ export class LeaderDuties {
     private readonly cfg: Pick<ClusterConfig, 'raft' | 'sessions'>,
     private readonly clock: ClusterClock,
     private readonly log: Logger,
-    private readonly now: () => number,
+    private readonly time: NodeClock,
   ) {}
+
+  private now(): number {
+    return this.time.now();
+  }
 
   start(): void {
     this.lastExpiryCheck = this.now();
     this.scheduleLedgerRound();
-    this.expiryTimer = setInterval(() => this.expiryRound(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
+    this.expiryTimer = this.time.setInterval(() => this.expiryRound(), Math.max(10, Math.min(100, this.cfg.sessions.minTtlMs / 20)));
   }
 
   stop(): void {
-    if (this.expiryTimer) clearInterval(this.expiryTimer);
-    if (this.ledgerTimer) clearTimeout(this.ledgerTimer);
+    this.time.clear(this.expiryTimer);
+    this.time.clear(this.ledgerTimer);
     this.ledgerTimer = null;
     this.clearLockDelays();
   }
@@ -117,7 +122,7 @@ export class LeaderDuties {
   }
 
   private scheduleLedgerRound(): void {
-    this.ledgerTimer = setTimeout(() => {
+    this.ledgerTimer = this.time.setTimeout(() => {
       this.ledgerRound();
       if (this.ledgerTimer !== null) this.scheduleLedgerRound();
     }, this.ledgerPeriodMs());
@@ -143,10 +148,10 @@ export class LeaderDuties {
   }
 
   private armLockDelay(name: string, delayMs: number, since: number): void {
-    clearTimeout(this.lockDelayTimers.get(name));
+    this.time.clear(this.lockDelayTimers.get(name));
     this.lockDelayTimers.set(
       name,
-      setTimeout(() => {
+      this.time.setTimeout(() => {
         this.lockDelayTimers.delete(name);
         if (this.core.isLeader()) this.propose({ type: 'lockDelayElapsed', name, since });
       }, delayMs),
@@ -154,7 +159,7 @@ export class LeaderDuties {
   }
 
   private clearLockDelays(): void {
-    for (const t of this.lockDelayTimers.values()) clearTimeout(t);
+    for (const t of this.lockDelayTimers.values()) this.time.clear(t);
     this.lockDelayTimers.clear();
   }
 

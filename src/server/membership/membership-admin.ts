@@ -3,6 +3,7 @@
 // own admin ops (compact now, a backup copy). Membership itself
 // lives in the Raft log (members.ts applies it); this module only proposes changes and
 // waits for them. Depends on the node through AdminCore only.
+import { sleep, type NodeClock } from '../clock.js';
 import type { Logger } from 'pino';
 import type { ConfChange, RaftNode } from '../../raft/index.js';
 import type { MemberInfo, Request } from '../../protocol/client-protocol.js';
@@ -29,7 +30,8 @@ export interface AdminCore {
   /** A consistent copy of the state for `palisade snapshot save` (backup-state.ts). */
   backup(): Promise<BackupState>;
   unavailable(message: string): Answer<never>;
-  now(): number;
+  /** The node's clock (a transfer waits on it). */
+  readonly clock: NodeClock;
 }
 
 export class MembershipAdmin {
@@ -135,10 +137,10 @@ export class MembershipAdmin {
     if (!target) return fail('CONFLICT', 'no other voter to hand leadership to');
     if (!raft.transferLeader(target)) return fail('INVALID_ARGUMENT', `${target} is not a voter this leader can hand over to`);
     core.kick();
-    const deadline = core.now() + core.electionTimeoutMs * 2;
-    while (core.now() < deadline) {
+    const deadline = core.clock.now() + core.electionTimeoutMs * 2;
+    while (core.clock.now() < deadline) {
       if (raft.role !== 'leader' && raft.leader !== null) return answer('transferLeader', { leader: raft.leader });
-      await new Promise((r) => setTimeout(r, 5));
+      await sleep(core.clock, 5);
     }
     return raft.role === 'leader' ? fail('TIMEOUT', `${target} did not take over within an election timeout`) : answer('transferLeader', { leader: raft.leader });
   }

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { RaftNode } from '../../raft/index.js';
 import { CatchUpWatch, type StalledPeer } from '../membership/catch-up.js';
+import type { NodeClock, Timer } from '../clock.js';
 
 export interface HealthNotesOptions {
   readonly id: string;
@@ -21,24 +22,24 @@ export interface HealthNotesOptions {
   /** A member is "not catching up" once its match has stood still this long while behind. */
   readonly stallMs: number;
   readonly logger: Logger;
-  readonly now: () => number;
+  readonly clock: NodeClock;
 }
 
 export class HealthNotes {
   private readonly watch = new CatchUpWatch();
   private readonly logged = new Set<string>();
   private stalledLogged = new Set<string>();
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
 
   constructor(private readonly o: HealthNotesOptions) {}
 
   start(everyMs = 1_000): void {
-    this.timer = setInterval(() => this.notes(), everyMs);
-    this.timer.unref();
+    this.timer = this.o.clock.setInterval(() => this.notes(), everyMs);
+    this.timer.unref?.();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.o.clock.clear(this.timer);
     this.timer = null;
   }
 
@@ -46,7 +47,7 @@ export class HealthNotes {
   behind(): StalledPeer[] {
     const r = this.o.raft;
     const peers = r.role === 'leader' ? r.progress().filter((p) => p.id !== this.o.id) : [];
-    return this.watch.observe(peers, r.log.lastIndex(), this.o.now());
+    return this.watch.observe(peers, r.log.lastIndex(), this.o.clock.now());
   }
 
   /** Members behind the leader whose match has not moved for longer than stallMs. */

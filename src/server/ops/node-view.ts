@@ -4,8 +4,9 @@
 // linearizable read; every answer says which node and applied index it is from.
 import type { MachineLockInfo, LockMachine, MachineStats, SessionLease } from '../../lockfsm/index.js';
 import type { RaftNode } from '../../raft/index.js';
-import type { RaftStorage, StorageStats } from '../../storage/index.js';
-import type { ClientServer } from '../../transport/client-server.js';
+import type { StorageStats } from '../../storage/index.js';
+import type { NodeStore } from '../../storage/node-store.js';
+import type { ClientListener } from '../../transport/contracts.js';
 import type { ClusterConfig } from '../../config/cluster-config.js';
 import type { ClientCounts, MetricsSource, NodeRole, PeerProgress, RaftView } from './metrics.js';
 import type { PeerRtt } from './peer-rtt.js';
@@ -18,8 +19,8 @@ export interface NodeInternals {
   readonly raft: RaftNode;
   /** A function: installing a snapshot replaces the machine. */
   machine(): LockMachine;
-  readonly clients: ClientServer;
-  readonly storage: RaftStorage;
+  readonly clients: ClientListener;
+  readonly storage: NodeStore;
   stopping(): boolean;
   /** Members not catching up and other notes for an operator (see health-notes.ts). */
   readonly health: HealthNotes;

@@ -27,6 +27,7 @@ import { isRequestError, parseRequest } from '../../protocol/validate.js';
 import { fail } from '../api/wire.js';
 import type { Answer } from '../../protocol/ops.js';
 import { MAX_LEASE_BATCH, type LeaseAnswer } from './lease-batch.js';
+import { systemClock, type NodeClock, type Timer } from '../clock.js';
 
 /** The leader's answer to a batch of keepalives (keepalive-batch.ts): for each session in
  *  order, its TTL once renewed, or null when the leader keeps no lease for it. */
@@ -75,7 +76,7 @@ interface LeaderWaiter {
 }
 
 export class Forwarder {
-  private readonly pending = new Map<number, { leader: NodeId; resolve: (a: Answer | LeaseAnswer) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<number, { leader: NodeId; resolve: (a: Answer | LeaseAnswer) => void; timer: Timer }>();
   // A Set, not an array: thousands of held requests each time out on their own, and each
   // removal must not cost a pass over all the others (20,000 held requests blocked a
   // follower's event loop for seconds with an array's filter per timeout).
@@ -91,6 +92,7 @@ export class Forwarder {
     /** How long to wait for an election when no leader is known. */
     private readonly leaderWaitMs: number,
     private readonly linkRetryMs: number = LINK_RETRY_MS,
+    private readonly clock: NodeClock = systemClock,
   ) {}
 
   /** Send a request to the leader over the peer link and wait for its answer. `gone`: its
@@ -112,7 +114,7 @@ export class Forwarder {
   private async carry<A extends Answer | LeaseAnswer>(c: Carried<A>, gone: () => boolean): Promise<A | Answer<never>> {
     const { core } = this;
     // One bound for the whole hold: waiting for an election, then for a link to its winner.
-    const giveUpAt = Date.now() + this.leaderWaitMs;
+    const giveUpAt = this.clock.now() + this.leaderWaitMs;
     let leader = core.leader();
     if (leader === core.id) {
       // This node still leads but its own core refused the request (a removed leader
@@ -133,7 +135,7 @@ export class Forwarder {
     for (;;) {
       const sent = this.send(leader, c);
       if (sent) return sent;
-      const remaining = giveUpAt - Date.now();
+      const remaining = giveUpAt - this.clock.now();
       // No hint: the leader this node knows is the one it cannot reach.
       if (remaining <= 0) return fail('UNAVAILABLE', `no connection to leader ${leader}; retry`);
       await this.waitForLeader(Math.min(remaining, this.linkRetryMs), leader);
@@ -147,7 +149,7 @@ export class Forwarder {
   /** Sends `c` to `to` and resolves with its answer; null when there is no link to `to`. */
   private send<A extends Answer | LeaseAnswer>(to: NodeId, c: Carried<A>): Promise<A | Answer<never>> | null {
     const rid = ++this.counter;
-    const timer = setTimeout(() => {
+    const timer = this.clock.setTimeout(() => {
       const f = this.pending.get(rid);
       this.pending.delete(rid);
       f?.resolve(fail('TIMEOUT', `leader ${to} did not answer within ${this.requestTimeoutMs} ms; the outcome is unknown, retry with the same seq`));
@@ -156,7 +158,7 @@ export class Forwarder {
     const answer = new Promise<Answer | LeaseAnswer>((r) => (resolve = r));
     this.pending.set(rid, { leader: to, resolve, timer });
     if (!this.core.sendApp(to, c.frame(rid))) {
-      clearTimeout(timer);
+      this.clock.clear(timer);
       this.pending.delete(rid);
       return null;
     }
@@ -172,7 +174,7 @@ export class Forwarder {
     for (const [rid, f] of this.pending) {
       if (leader === null || f.leader === leader) continue;
       this.pending.delete(rid);
-      clearTimeout(f.timer);
+      this.clock.clear(f.timer);
       f.resolve(this.leaderMoved(f.leader));
     }
   }
@@ -237,7 +239,7 @@ export class Forwarder {
       const f = this.pending.get(p.rid);
       if (!f) return;
       this.pending.delete(p.rid);
-      clearTimeout(f.timer);
+      this.clock.clear(f.timer);
       f.resolve(p.ans);
     }
   }
@@ -248,9 +250,9 @@ export class Forwarder {
     if (leader !== null && leader !== not) return Promise.resolve();
     return new Promise((resolve) => {
       const waiter: LeaderWaiter = { not, done: () => {} };
-      const t = setTimeout(() => waiter.done(), ms);
+      const t = this.clock.setTimeout(() => waiter.done(), ms);
       waiter.done = () => {
-        clearTimeout(t);
+        this.clock.clear(t);
         this.leaderWaiters.delete(waiter);
         resolve();
       };

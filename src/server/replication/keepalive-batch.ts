@@ -13,6 +13,7 @@
 import { answer, type Answer } from '../../protocol/ops.js';
 import { MAX_LEASE_BATCH, type LeaseAnswer } from './lease-batch.js';
 import { fail, unknownSession } from '../api/wire.js';
+import { systemClock, type NodeClock, type Timer } from '../clock.js';
 
 /** Sends one batch to the leader (Forwarder.renewLeases): the answer covers `sessions` in
  *  order. `gone`: every client in the batch has left. */
@@ -26,7 +27,7 @@ interface Waiting {
 
 export class KeepAliveBatcher {
   private waiting: Waiting[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   /** Batches sent and keepalives they carried (status: transport counters). */
   batches = 0;
   batched = 0;
@@ -35,6 +36,7 @@ export class KeepAliveBatcher {
     private readonly send: SendLeaseBatch,
     /** How long the first keepalive of a batch waits for others; the node passes its tick. */
     private readonly windowMs: number,
+    private readonly clock: NodeClock = systemClock,
   ) {}
 
   /** The leader's answer to this keepalive, relayed. `gone`: its client has left. */
@@ -42,13 +44,13 @@ export class KeepAliveBatcher {
     return new Promise((resolve) => {
       this.waiting.push({ session, gone, resolve });
       if (this.waiting.length >= MAX_LEASE_BATCH) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+      else this.timer ??= this.clock.setTimeout(() => this.flush(), this.windowMs);
     });
   }
 
   /** The node stops: keepalives not yet sent are answered UNAVAILABLE. */
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clear(this.timer);
     this.timer = null;
     const batch = this.waiting;
     this.waiting = [];
@@ -56,7 +58,7 @@ export class KeepAliveBatcher {
   }
 
   private flush(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clear(this.timer);
     this.timer = null;
     const batch = this.waiting;
     this.waiting = [];

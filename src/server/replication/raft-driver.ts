@@ -10,6 +10,7 @@
 // return, so every sim seed runs this very loop.
 import { ReadyPlanner, type RaftNode, type ReadyPlan, type ReadyWrite } from '../../raft/index.js';
 import type { Entry, Message, Ready, ReadState, Snapshot, SoftState } from '../../raft/index.js';
+import { systemClock, type NodeClock } from '../clock.js';
 
 export interface DriverHooks {
   send(msgs: readonly Message[]): void;
@@ -41,13 +42,18 @@ export interface DriverTimers {
   every(ms: number, fn: () => void): () => void;
 }
 
-export const nodeTimers: DriverTimers = {
-  soon: (fn) => void setImmediate(fn),
-  every: (ms, fn) => {
-    const t = setInterval(fn, ms);
-    return () => clearInterval(t);
-  },
-};
+/** The driver's schedule on a node's clock. */
+export function driverTimers(clock: NodeClock): DriverTimers {
+  return {
+    soon: (fn) => clock.soon(fn),
+    every: (ms, fn) => {
+      const t = clock.setInterval(fn, ms);
+      return () => clock.clear(t);
+    },
+  };
+}
+
+export const nodeTimers: DriverTimers = driverTimers(systemClock);
 
 /** What the driver logs (a pino Logger is one). */
 export interface DriverLog {

@@ -1,8 +1,8 @@
 // Linearizable reads and leadership confirmation through ReadIndex (thesis §6.4), batched:
 // every request that arrives while a round is in flight joins the next round, so one
 // heartbeat round confirms any number of reads and keepalives.
-import { performance } from 'node:perf_hooks';
 import type { RaftNode, ReadState } from '../../raft/index.js';
+import { systemClock, type NodeClock, type Timer } from '../clock.js';
 
 type Waiter = { resolve: (index: number) => void; reject: (e: Error) => void };
 
@@ -25,10 +25,10 @@ export class ReadIndexBatcher {
   private next: Waiter[] = [];
   /** A read waits in `next`: its round starts without spacing. */
   private readWaiting = false;
-  private inflight: { key: string; waiters: Waiter[]; timer: NodeJS.Timeout } | null = null;
+  private inflight: { key: string; waiters: Waiter[]; timer: Timer } | null = null;
   private counter = 0;
   private lastStart = Number.NEGATIVE_INFINITY;
-  private spaced: NodeJS.Timeout | null = null;
+  private spaced: Timer | null = null;
   private stopped = false;
 
   constructor(
@@ -36,7 +36,7 @@ export class ReadIndexBatcher {
     private readonly kick: () => void,
     private readonly roundTimeoutMs: number,
     private readonly nodeTag: string,
-    private readonly now: () => number = () => performance.now(),
+    private readonly clock: NodeClock = systemClock,
     private readonly leaseSpacingMs: number = LEASE_ROUND_SPACING_MS,
   ) {}
 
@@ -53,26 +53,26 @@ export class ReadIndexBatcher {
   private flush(): void {
     if (this.inflight || this.next.length === 0) return;
     if (!this.readWaiting) {
-      const wait = this.lastStart + this.leaseSpacingMs - this.now();
+      const wait = this.lastStart + this.leaseSpacingMs - this.clock.now();
       if (wait > 0) {
-        this.spaced ??= setTimeout(() => {
+        this.spaced ??= this.clock.setTimeout(() => {
           this.spaced = null;
           this.flush();
         }, Math.ceil(wait));
         return;
       }
     }
-    if (this.spaced) clearTimeout(this.spaced);
+    this.clock.clear(this.spaced);
     this.spaced = null;
     const waiters = this.next;
     this.next = [];
     this.readWaiting = false;
-    this.lastStart = this.now();
+    this.lastStart = this.clock.now();
     const ctx = new TextEncoder().encode(`${this.nodeTag}:${++this.counter}`);
     const key = Buffer.from(ctx).toString('hex');
     // A round can be lost (the leader changed, a forwarded read was dropped): give up on it
     // after a while so the callers can retry, rather than hang.
-    const timer = setTimeout(() => this.finish(key, null), this.roundTimeoutMs);
+    const timer = this.clock.setTimeout(() => this.finish(key, null), this.roundTimeoutMs);
     this.inflight = { key, waiters, timer };
     this.raft.readIndex(ctx);
     this.kick();
@@ -92,10 +92,10 @@ export class ReadIndexBatcher {
    *  answered rather than left hanging), no round starts, and no timer is left behind. */
   stop(): void {
     this.stopped = true;
-    if (this.spaced) clearTimeout(this.spaced);
+    this.clock.clear(this.spaced);
     this.spaced = null;
     const waiters = [...(this.inflight?.waiters ?? []), ...this.next];
-    if (this.inflight) clearTimeout(this.inflight.timer);
+    this.clock.clear(this.inflight?.timer);
     this.inflight = null;
     this.next = [];
     for (const w of waiters) w.reject(new ReadUnavailable('the node is stopping'));
@@ -104,7 +104,7 @@ export class ReadIndexBatcher {
   private finish(key: string, index: number | null): void {
     if (!this.inflight || this.inflight.key !== key) return;
     const { waiters, timer } = this.inflight;
-    clearTimeout(timer);
+    this.clock.clear(timer);
     this.inflight = null;
     for (const w of waiters) {
       if (index === null) w.reject(new ReadUnavailable('no leader confirmed the read'));

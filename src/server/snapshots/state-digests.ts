@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SnapshotEncoder } from '../../lockfsm/index.js';
 import type { NodeId } from '../../raft/index.js';
+import { nextTurn, type NodeClock } from '../clock.js';
 
 export type DigestApp = { t: 'digest'; index: number; digest: string };
 
@@ -48,7 +49,12 @@ export interface StateDigestsOptions {
   readonly send: (to: NodeId, app: DigestApp) => boolean;
   readonly peers: () => readonly NodeId[];
   readonly logger: Logger;
-  readonly yieldTurn?: () => Promise<void>;
+  /** Where the encoding and hashing yield between slices. */
+  readonly clock: NodeClock;
+  /** As leader: propose a checkpoint entry. */
+  readonly propose: () => { readonly ok: true; readonly index: number } | { readonly ok: false };
+  /** A checkpoint every this many entries (the config's snapshot.entries). */
+  readonly everyEntries: number;
 }
 
 export class StateDigests {
@@ -56,11 +62,14 @@ export class StateDigests {
   private readonly theirs = new Map<NodeId, Map<number, string>>();
   private readonly found: DigestMismatch[] = [];
   private lastIndex = 0;
+  /** The index of the last checkpoint this node proposed as leader. */
+  private proposedAt = 0;
   private stopped = false;
-  private readonly yieldTurn: () => Promise<void>;
 
-  constructor(private readonly o: StateDigestsOptions) {
-    this.yieldTurn = o.yieldTurn ?? (() => new Promise<void>((resolve) => setImmediate(resolve)));
+  constructor(private readonly o: StateDigestsOptions) {}
+
+  private yieldTurn(): Promise<void> {
+    return nextTurn(this.o.clock);
   }
 
   /** The index of the latest checkpoint this node applied (0: none). */
@@ -77,9 +86,32 @@ export class StateDigests {
     this.stopped = true;
   }
 
+  /** As leader, after applying up to `applied`: a checkpoint entry every `everyEntries`. */
+  maybeCheckpoint(applied: number): void {
+    if (applied - Math.max(this.lastIndex, this.proposedAt) < this.o.everyEntries) return;
+    const r = this.o.propose();
+    if (r.ok) this.proposedAt = r.index;
+  }
+
+  /** Why this node's state cannot be trusted (readiness), or null. */
+  diverged(): string | null {
+    const m = this.found[0];
+    return m === undefined ? null : `state differs from ${m.peer}'s at checkpoint ${m.index}: the replicas diverged`;
+  }
+
+  /** One line per mismatch, for status and /readyz warnings. */
+  notes(): string[] {
+    return this.found.map((m) => `state differs from ${m.peer}'s at checkpoint ${m.index} (ours ${m.ours.slice(0, 12)}, theirs ${m.theirs.slice(0, 12)})`);
+  }
+
   /** A checkpoint entry at `index` was applied; `copy` is the machine's state as of it,
-   *  taken at once. Resolves with our digest (null if the node stopped meanwhile). */
-  async checkpoint(index: number, copy: SnapshotEncoder): Promise<string | null> {
+   *  taken at once. Its digest is computed over the next turns and sent to the peers. */
+  checkpoint(index: number, copy: SnapshotEncoder): void {
+    void this.digest(index, copy).catch((err: unknown) => this.o.logger.error({ err, index }, 'cannot digest a checkpoint'));
+  }
+
+  /** Resolves with our digest of the state at `index` (null if the node stopped meanwhile). */
+  private async digest(index: number, copy: SnapshotEncoder): Promise<string | null> {
     this.lastIndex = Math.max(this.lastIndex, index);
     while (!copy.step(ROWS_PER_TURN)) {
       await this.yieldTurn();

@@ -1,0 +1,43 @@
+// Everything a node does I/O through, handed to PalisadeNode.open in one piece (the seams
+// hashicorp/raft gives its Transport, LogStore and StableStore; etcd-io/raft's Ready loop
+// leaves the same to its caller). Production wires LevelDB, ws/TLS sockets and the system's
+// timers (production-deps.ts); the in-process cluster (test/support/in-process-cluster.ts)
+// and the whole-node simulator (test/sim/whole) wire the in-memory ones of src/inproc, which
+// keep the same contracts (src/storage/node-store.ts, src/transport/contracts.ts).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { NodeId } from '../raft/index.js';
+import type { MemberInfo } from '../protocol/client-protocol.js';
+import type { NodeStore } from '../storage/node-store.js';
+import type { ClientConn, ClientListener, PeerNetwork } from '../transport/contracts.js';
+import type { NodeClock } from './clock.js';
+import type { NodeInternals } from './ops/node-view.js';
+import type { NodeOps } from './ops/index.js';
+
+/** What the HTTP API needs of the client port it shares: per-address slots for long requests. */
+export interface HttpPortControls {
+  holdAddressSlot(remote: string): (() => void) | null;
+  coolOffAddress(remote: string, ms: number): void;
+}
+
+export interface ClientPortHandlers {
+  onConnection(conn: ClientConn): void;
+  /** The HTTP API on the same port (production only): built once the port exists. */
+  http?: (port: HttpPortControls) => (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+export interface NodeDeps {
+  readonly clock: NodeClock;
+  readonly logger: Logger;
+  /** A draw in [0, n) for election timeouts (production: Math.random). */
+  random(n: number): number;
+  /** This node's storage, opened (and checked) before anything else. */
+  openStore(): Promise<NodeStore>;
+  /** The links to the other members, dialing `peers` (id -> peer URL) once started. */
+  peerNetwork(peers: ReadonlyMap<NodeId, string>): PeerNetwork;
+  clientPort(handlers: ClientPortHandlers): ClientListener;
+  /** Metrics, health checks and the status page; null: none. */
+  opsPort(node: NodeInternals): NodeOps | null;
+  /** `serve --join`: asks the cluster at `urls` to add this node; the members to dial. */
+  join(urls: readonly string[]): Promise<MemberInfo[]>;
+}

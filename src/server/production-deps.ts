@@ -1,0 +1,61 @@
+// A node's production I/O: LevelDB in its data directory, ws/TLS on its peer and client
+// ports (the listen addresses of its config), the status page on its httpUrl, and the
+// system's clock.
+import type { Logger } from 'pino';
+import type { ClusterConfig } from '../config/cluster-config.js';
+import { nodeById, parseWsUrl } from '../config/cluster-config.js';
+import type { RpcCredentials } from '../protocol/rpc.js';
+import { RaftStorage } from '../storage/index.js';
+import { ClientServer, DEFAULT_PRE_AUTH } from '../transport/client-server.js';
+import { PeerTransport } from '../transport/peer.js';
+import { systemClock } from './clock.js';
+import { clientPortLimits } from './api/limits.js';
+import { joinCluster } from './membership/join.js';
+import type { NodeDeps } from './node-deps.js';
+import { clientPortTls, peerPortTls } from './node-tls.js';
+import { NodeOps } from './ops/index.js';
+
+/** Largest peer frame: a snapshot chunk with its envelope. */
+const MAX_PEER_FRAME_BYTES = 64 << 20;
+
+export function productionDeps(config: ClusterConfig, id: string, logger: Logger, joinCredentials: RpcCredentials = {}): NodeDeps {
+  const self = nodeById(config, id);
+  return {
+    clock: systemClock,
+    logger,
+    random: (n) => Math.floor(Math.random() * n),
+    openStore: () => RaftStorage.open(self.dataDir, { clusterId: config.clusterId, nodeId: id }),
+    peerNetwork: (peers) => {
+      const addr = parseWsUrl(self.peerUrl, 'peerUrl');
+      return new PeerTransport({
+        clusterId: config.clusterId,
+        selfId: id,
+        secret: config.secret,
+        listenHost: addr.host,
+        listenPort: addr.port,
+        peers,
+        logger,
+        maxFrameBytes: MAX_PEER_FRAME_BYTES,
+        ...peerPortTls(config, id),
+      });
+    },
+    clientPort: (handlers) => {
+      const addr = parseWsUrl(self.clientUrl, 'clientUrl');
+      let port: ClientServer | null = null;
+      const http = handlers.http?.({ holdAddressSlot: (r) => port!.holdAddressSlot(r), coolOffAddress: (r, ms) => port!.coolOffAddress(r, ms) });
+      port = new ClientServer({
+        host: addr.host,
+        port: addr.port,
+        ...clientPortLimits(config.limits),
+        preAuth: DEFAULT_PRE_AUTH,
+        ...clientPortTls(config, id),
+        logger,
+        onConnection: handlers.onConnection,
+        ...(http ? { onHttpRequest: http } : {}),
+      });
+      return port;
+    },
+    opsPort: (node) => (self.httpUrl ? new NodeOps({ httpUrl: self.httpUrl, logger, node }) : null),
+    join: (urls) => joinCluster(urls, { id, peerUrl: self.peerUrl, clientUrl: self.clientUrl }, logger, joinCredentials),
+  };
+}

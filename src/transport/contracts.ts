@@ -1,0 +1,56 @@
+// What a node needs of its sockets: the contracts the ws/TLS implementations (peer.ts,
+// client-server.ts: production) and the in-memory ones (src/inproc: in-process clusters and
+// the simulator) keep. test/transport/contract.test.ts runs one suite against both.
+import type { Message, NodeId } from '../raft/types.js';
+import type { Request, ServerFrame } from '../protocol/client-protocol.js';
+import type { ClientServerStats } from './client-server.js';
+import type { PeerTransportStats } from './peer-options.js';
+
+export interface PeerNetworkEvents {
+  /** Raft messages from an authenticated peer, in the order it sent them. */
+  raft: [from: NodeId, msgs: Message[]];
+  /** An application frame (forwarded requests, identities, digests) from a peer. */
+  app: [from: NodeId, payload: unknown];
+  peerUp: [id: NodeId];
+  peerDown: [id: NodeId];
+}
+
+/** The links to the other members. Messages to a peer arrive in order or not at all; a peer
+ *  is up between its peerUp and peerDown. */
+export interface PeerNetwork {
+  start(): Promise<unknown>;
+  stop(): Promise<void>;
+  /** The members to keep links to (id -> peer URL), replacing the previous set. */
+  setPeers(peers: ReadonlyMap<NodeId, string>): void;
+  /** Send each peer its messages now (one frame each); a peer without a link drops them. */
+  sendNow(batches: ReadonlyMap<NodeId, readonly Message[]>): void;
+  /** False when there is no link to `to`. */
+  sendApp(to: NodeId, payload: unknown): boolean;
+  stats(): PeerTransportStats;
+  on<K extends keyof PeerNetworkEvents>(event: K, listener: (...args: PeerNetworkEvents[K]) => void): unknown;
+}
+
+export interface ClientConnEvents {
+  request: [req: Request];
+  close: [code: number, reason: string];
+}
+
+/** One client's connection, as the node sees it: validated requests in, frames out. */
+export interface ClientConn {
+  readonly id: number;
+  readonly remoteAddress: string;
+  readonly isOpen: boolean;
+  /** False when the connection is gone (or was cut for not reading). */
+  send(frame: ServerFrame): boolean;
+  /** The pre-authentication limits no longer apply (the gate knows who this is). */
+  authenticated(): void;
+  on<K extends keyof ClientConnEvents>(event: K, listener: (...args: ClientConnEvents[K]) => void): unknown;
+}
+
+/** The client port: connections come to `onConnection`, given when it is made. */
+export interface ClientListener {
+  start(): Promise<unknown>;
+  stop(): Promise<void>;
+  connectionCount(): number;
+  stats(): ClientServerStats;
+}
