@@ -275,7 +275,8 @@ export class PalisadeNode {
     );
     this.reads = new ReadIndexBatcher(this.raft, () => this.driver.kick(), electionTimeoutMs * 2, this.id, undefined, tickMs);
 
-    const peerAddr = parseWsUrl(this.self.peerUrl, 'peerUrl');
+    // Bind the listen address; peers and clients are told the advertised URLs (peerUrl, clientUrl).
+    const peerAddr = parseWsUrl(this.self.listenPeerUrl, 'listenPeerUrl');
     this.peers = new PeerTransport({
       clusterId: this.cfg.clusterId,
       selfId: this.id,
@@ -307,7 +308,7 @@ export class PalisadeNode {
     this.peers.on('app', (from: NodeId, p: unknown) => (isIdentityApp(p) ? this.identities.onApp(from, p) : this.forwarder.onPeerApp(from, p as PeerApp)));
     await this.peers.start();
 
-    const clientAddr = parseWsUrl(this.self.clientUrl, 'clientUrl');
+    const clientAddr = parseWsUrl(this.self.listenClientUrl, 'listenClientUrl');
     this.clients = new ClientServer({
       host: clientAddr.host,
       port: clientAddr.port,
@@ -320,9 +321,9 @@ export class PalisadeNode {
     });
     await this.clients.start();
 
-    if (this.self.httpUrl) {
+    if (this.self.listenHttpUrl) {
       this.ops = new NodeOps({
-        httpUrl: this.self.httpUrl,
+        httpUrl: this.self.listenHttpUrl,
         logger: this.log,
         node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.now()) },
       });
