@@ -1,7 +1,9 @@
-// The release tarball of the server (palisade-server, `npm pack`): it holds dist/ built and
-// nothing of the repository's sources, tests or data; installed into an empty project offline
-// with --omit=dev (no compiler), its `palisade` bin runs `--version` and `serve`, and
-// `npx palisade-server` resolves to it, as the README's shell examples use it.
+// The release tarball of the server (palisade-server, `npm pack`): it holds dist/ built, its
+// production dependencies bundled (the exact versions the tests ran with, so a host installs
+// it without a registry), and nothing of the repository's sources, tests, dev dependencies or
+// data; installed into an empty project offline with --omit=dev (no compiler), its `palisade`
+// bin runs `--version` and `serve`, and `npx palisade-server` resolves to it, as the README's
+// shell examples call it.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,7 +34,11 @@ describe('the palisade-server release tarball', { timeout: 240_000 }, () => {
   test('is named palisade-server, with a palisade bin, and builds in prepack, not at install', () => {
     assert.equal(pkg.name, 'palisade-server');
     assert.equal(pkg.bin['palisade'], 'bin/palisade.mjs');
-    assert.doesNotMatch(pkg.scripts['prepare'] ?? '', /\btsc\b/, 'prepare needs no compiler');
+    // Nothing runs when the tarball is installed: it holds dist/ (npm's `prepare` and install
+    // scripts would run, or ask to, on the host). A checkout builds in `dependencies`, which
+    // npm runs for the project itself only.
+    for (const hook of ['prepare', 'preinstall', 'install', 'postinstall']) assert.equal(pkg.scripts[hook], undefined, hook);
+    assert.match(pkg.scripts['dependencies'] ?? '', /ensure-built/);
     assert.match(pkg.scripts['prepack'] ?? '', /ensure-built/);
     assert.match(pkg.scripts['start'] ?? '', /ensure-built.*&&.*bin\/palisade\.mjs cluster/, 'npm start builds a missing or stale dist/ first');
   });
@@ -42,8 +48,13 @@ describe('the palisade-server release tarball', { timeout: 240_000 }, () => {
     for (const must of ['bin/palisade.mjs', 'dist/cli/main.js', 'dist/server/node.js', 'dist/client/index.d.ts', 'config.schema.json', 'cluster.config.json', 'deploy/palisade@.service', 'deploy/cluster.config.json', 'web/index.html', 'package.json', 'README.md']) {
       assert.ok(files.includes(must), `${must} is shipped`);
     }
-    const wrong = files.filter((f) => /^(src|test|bench|examples|data|packages|clients|node_modules|\.ci|ops)\//.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')) || f.endsWith('.tgz'));
+    const ours = files.filter((f) => !f.startsWith('node_modules/'));
+    const wrong = ours.filter((f) => /^(src|test|bench|examples|data|packages|clients|\.ci|ops)\//.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')) || f.endsWith('.tgz'));
     assert.deepEqual(wrong, []);
+    const bundled = new Set(files.filter((f) => f.startsWith('node_modules/')).map((f) => f.split('/').slice(1, f.split('/')[1]!.startsWith('@') ? 3 : 2).join('/')));
+    for (const dep of Object.keys(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).dependencies as object)) assert.ok(bundled.has(dep), `${dep} is bundled`);
+    const dev = [...bundled].filter((p) => /^(typescript|tsx|esbuild|@esbuild\/.*|fast-check|pg|pg-.*|playwright-core|@types\/.*|palisade-server)$/.test(p));
+    assert.deepEqual(dev, [], 'no dev dependency is bundled');
   });
 
   test('installs into an empty project offline without dev dependencies, and runs', async () => {
