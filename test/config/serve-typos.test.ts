@@ -5,12 +5,12 @@
 // left a token writable, "auht" turned authentication off, "requireClientCerts" left mutual
 // TLS off.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { CLI, freePorts } from '../support/node-process.js';
+import { runPalisade } from '../support/cli-process.js';
+import { freePorts } from '../support/node-process.js';
 
 const TOKEN = 'typo-test-token-0123456789';
 
@@ -47,21 +47,8 @@ const CASES: readonly Case[] = [
   { name: '"limts"', edit: (c) => (c.limts = { maxFrameBytes: 65536 }), says: 'config: limts: unknown key; did you mean "limits"?' },
 ];
 
-function serve(configPath: string): Promise<{ code: number | null; err: string; out: string }> {
-  const p = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--id', 'n1', '--allow-insecure'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  let out = '';
-  p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  // A node that starts despite the typo runs until killed: the test then fails on its exit.
-  const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
-  return new Promise((resolve) =>
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, err, out });
-    }),
-  );
-}
+/** A node that starts despite the typo runs until killed: the test then fails on its exit. */
+const serve = (configPath: string) => runPalisade(['serve', '--config', configPath, '--id', 'n1', '--allow-insecure']);
 
 describe('palisade serve refuses a misspelt key at start', () => {
   const dir = mkdtempSync(join(tmpdir(), 'palisade-typos-'));
