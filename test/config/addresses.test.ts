@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ConfigError, validateConfig } from '../../src/config/cluster-config.js';
 import type { MemberInfo, NodeStatus } from '../../src/protocol/client-protocol.js';
+import { exposureProblems } from '../../src/server/exposure.js';
 import { rpc } from '../../src/protocol/rpc.js';
 import { freePorts, settleAll, signalNode, startNode, until } from '../support/node-process.js';
 
@@ -64,6 +65,25 @@ describe('which addresses may repeat', () => {
     refused({ ...base, nodes: [{ id: 'n1', dataDir: 'd', peerUrl: 'ws://127.0.0.1:7101', listenPeerUrl: 'wss://127.0.0.1:7102', clientUrl: 'ws://127.0.0.1:7001' }] }, 'nodes[0].listenPeerUrl', /must use the scheme of peerUrl \(ws:\/\/\)/);
     refused({ ...base, nodes: [{ id: 'n1', dataDir: 'd', peerUrl: 'ws://127.0.0.1:7101', clientUrl: 'ws://127.0.0.1:7001', listenHttpUrl: 'http://127.0.0.1:7301' }] }, 'nodes[0].listenHttpUrl', /needs httpUrl/);
     refused({ ...base, nodes: [{ id: 'n1', dataDir: 'd', peerUrl: 'ws://127.0.0.1:7101', clientUrl: 'ws://127.0.0.1:7001', listenClientUrl: 'ws://127.0.0.1' }] }, 'nodes[0].listenClientUrl', /needs an explicit port/);
+  });
+});
+
+describe('exposure counts where a node binds and where it is reached', () => {
+  const problems = (node: Record<string, string>) => {
+    const c = validateConfig({ ...base, nodes: [{ id: 'n1', dataDir: 'd', ...node }] }, '/tmp');
+    return exposureProblems(c, c.nodes[0]!);
+  };
+
+  test('loopback only: nothing to refuse', () => {
+    assert.deepEqual(problems({ peerUrl: 'ws://127.0.0.1:7101', clientUrl: 'ws://127.0.0.1:7001' }), []);
+  });
+
+  test('reached on loopback but binding every interface: plain peer links are refused', () => {
+    assert.match(problems({ peerUrl: 'ws://127.0.0.1:7101', listenPeerUrl: 'ws://0.0.0.0:7101', clientUrl: 'ws://127.0.0.1:7001' }).join('\n'), /peer links are plain ws:\/\/ on 0\.0\.0\.0/);
+  });
+
+  test('binding loopback but reached on the network (a port mapping): refused too', () => {
+    assert.match(problems({ peerUrl: 'ws://10.0.0.1:7101', listenPeerUrl: 'ws://127.0.0.1:7101', clientUrl: 'ws://127.0.0.1:7001' }).join('\n'), /peer links are plain ws:\/\/ on 10\.0\.0\.1/);
   });
 });
 
