@@ -15,7 +15,7 @@ const UNVERIFIED = /unable to verify|self[- ]signed|local issuer|issuer certific
 const CERT_REFUSED = /alert (certificate required|bad certificate|unknown ca|certificate unknown)/i;
 
 /** What to do about a TLS failure of `url`, or null when it is not about certificates. */
-export function certificateProblem(url: string, message: string, credentials: RpcCredentials): string | null {
+function certificateProblem(url: string, message: string, credentials: RpcCredentials): string | null {
   if (UNVERIFIED.test(message)) {
     const fix = credentials.ca === undefined
       ? 'no CA is configured for the client port, so only the system\'s roots are trusted: set "tls.client.ca" in the config to the CA file that signed the nodes\' certificates (or pass --ca / $PALISADE_CA)'
