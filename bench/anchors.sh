@@ -9,8 +9,9 @@
 #
 # palisade  a fresh bench cluster (bench/cluster-up.ts: 3 nodes, fsync on, the Timing of
 #           cluster.config.json), then .anchors/lockbench-palisade.mjs against it. The script
-#           imports 'palisade/client', which resolves to this package's dist/ only from a file
-#           inside the project folder: hence the copy into .anchors/ (gitignored).
+#           imports 'palisade/client', the SDK's name before the package was renamed
+#           palisade-server: the copy into .anchors/ (gitignored) imports 'palisade-server/client',
+#           which resolves to this package's dist/ from a file inside the project folder.
 # etcd, zk  the anchors' own cluster scripts, from a copy in /tmp/anchors (the shared folder
 #           is read-only); they need `apt-get install -y etcd-server etcd-client zookeeper
 #           default-jre-headless` and `npm ci` in the copy (done here when missing).
@@ -26,6 +27,7 @@ systems=("$@")
 
 run_palisade() {
   cp "$ANCHORS/bench-lib.mjs" "$ANCHORS/lockbench-palisade.mjs" .anchors/
+  sed -i "s#'palisade/client'#'palisade-server/client'#g; s#\"palisade/client\"#\"palisade-server/client\"#g" .anchors/lockbench-palisade.mjs
   local info=.anchors/cluster.json
   rm -f "$info"
   # stdin from a fifo we hold open: closing it (or the trap) stops the cluster.

@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadConfig } from '../src/config/cluster-config.js';
 import { ROOT, freePorts, logTail, settleAll, signalNode, startNode } from '../test/support/node-process.js';
 import { epochMs, sleep } from './lib/clock.js';
 import { nodeStatus, type BenchNode, type NodeCounters } from './lib/node-sampler.js';
@@ -35,9 +36,11 @@ export interface ClusterTiming {
 }
 
 export function projectTiming(): ClusterTiming {
-  const raw = JSON.parse(readFileSync(join(ROOT, 'cluster.config.json'), 'utf8')) as Partial<ClusterTiming>;
+  const path = join(ROOT, 'cluster.config.json');
+  const raw = JSON.parse(readFileSync(path, 'utf8')) as Partial<ClusterTiming>;
   return {
-    raft: raw.raft ?? { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 },
+    // The timings its raft.profile stands for, as numbers (the bench report prints them).
+    raft: loadConfig(path).raft,
     sessions: raw.sessions ?? {},
     snapshot: raw.snapshot ?? {},
   };

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// The `palisade` command. The TypeScript sources are compiled to dist/ by `npm install`
-// (the package's prepare script) or `npm run build`.
+// The `palisade` command. The release tarball (`npm pack`) holds dist/, built; in a checkout
+// `npm install` (the prepare script), `npm start` or `npm run build` compile it from src/.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const main = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 if (!existsSync(main)) {
-  console.error('palisade: dist/ is missing; run `npm run build` (npm install does it) first');
+  console.error('palisade: dist/ is missing; in a checkout of the repository run `npm run build` (npm install and npm start do it) first');
   process.exit(1);
 }
 await import(main);

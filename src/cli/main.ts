@@ -1,6 +1,6 @@
 // The `palisade` command.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { loadConfig } from '../config/cluster-config.js';
 import { EXIT, UsageError, exitCodeFor } from './exit-codes.js';
 import { interrupted } from './interrupt.js';
@@ -18,10 +18,14 @@ import { endpointsOption } from './options.js';
 // it does not use. Only `serve` and `cluster` load server code.
 const lockCommands = () => import('./lock-commands.js');
 
+/** The installed package's version (package.json is two folders up from dist/cli and src/cli). */
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
 const program = new Command();
 program
   .name('palisade')
   .description('A lock service with fencing tokens, replicated by Raft.')
+  .version(version, '-V, --version', 'print the version of palisade-server')
   .showHelpAfterError()
   .enablePositionalOptions()
   // A command line commander cannot parse exits 64 (EX_USAGE), as the commands' own usage

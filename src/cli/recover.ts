@@ -7,6 +7,7 @@ import { readSurvivor } from '../backup/survivor.js';
 import { tokenFloor } from '../backup/token-floor.js';
 import { loadConfig, nodeById } from '../config/cluster-config.js';
 import { machineConfigFrom } from '../config/defaults.js';
+import { dataOwnerOf, giveToOwner } from './data-owner.js';
 
 export interface RecoverOptions {
   readonly from: string;
@@ -37,10 +38,12 @@ export async function recoverCommand(o: RecoverOptions): Promise<void> {
   });
   const stats = s.machine.stats();
   const ended = s.machine.startNewCluster(floor);
+  const owner = dataOwnerOf(self.dataDir); // before anything of it exists
   await writeNewMember(
     { dir: self.dataDir, clusterId: config.clusterId, nodeId: self.id },
     { floor, machine: s.machine.snapshot(), voters: [self.id], members: [[self.id, { peerUrl: self.peerUrl, clientUrl: self.clientUrl }]] },
   );
+  if (owner) giveToOwner(self.dataDir, owner);
   process.stdout.write(
     [
       `recovered ${o.from} (cluster ${s.identity.clusterId}, node ${s.identity.nodeId}, log to ${s.lastIndex}, committed ${s.commitIndex} as it knew, term ${s.term})`,

@@ -5,6 +5,7 @@ import { checkEmptyDir, writeNewMember } from '../backup/new-cluster.js';
 import { restoreMachine, summarize } from '../backup/summary.js';
 import { tokenFloor } from '../backup/token-floor.js';
 import { loadConfig, nodeById } from '../config/cluster-config.js';
+import { dataOwnerOf, giveToOwner } from './data-owner.js';
 
 export interface RestoreOptions {
   readonly config: string;
@@ -45,7 +46,11 @@ export async function restoreCommand(file: string, o: RestoreOptions): Promise<v
     voters: config.nodes.map((n) => n.id),
     members: config.nodes.map((n) => [n.id, { peerUrl: n.peerUrl, clientUrl: n.clientUrl }] as const),
   };
-  for (const n of targets) await writeNewMember({ dir: n.dataDir, clusterId: config.clusterId, nodeId: n.id }, state);
+  for (const n of targets) {
+    const owner = dataOwnerOf(n.dataDir); // before anything of it exists
+    await writeNewMember({ dir: n.dataDir, clusterId: config.clusterId, nodeId: n.id }, state);
+    if (owner) giveToOwner(n.dataDir, owner);
+  }
 
   const held = before.locks.filter((l) => l.holders.length > 0).length;
   const led = before.elections.filter((e) => e.leader !== null).length;

@@ -2,6 +2,7 @@
 import { pino } from 'pino';
 import { loadConfig, nodeById } from '../config/cluster-config.js';
 import { secureDataDir } from '../storage/data-dir.js';
+import { becomeDataOwner } from './data-owner.js';
 import { exposureProblems } from '../server/exposure.js';
 import { PalisadeNode } from '../server/node.js';
 import { productionDeps } from '../server/production-deps.js';
@@ -26,12 +27,23 @@ export async function serve(opts: ServeOptions): Promise<void> {
     process.stderr.write('palisade serve: (to run like this anyway, on a network you trust, pass --allow-insecure)\n');
     process.exit(1);
   }
+  const join = opts.join ? opts.join.split(',').map((u) => u.trim()).filter(Boolean) : [];
+  // Read as the invoking user, before the process may become the data directory's owner.
+  let credentials;
+  try {
+    credentials = join.length > 0 ? joinCredentials(config, opts.id, opts, process.env) : {};
+  } catch (e) {
+    process.stderr.write(`palisade serve: ${(e as Error).message}\n`);
+    process.exit(SERVE_EXIT.REFUSED);
+  }
   for (const p of insecure) logger.warn(`running insecurely (--allow-insecure): ${p}`);
   try {
+    const owner = becomeDataOwner(self.dataDir);
+    if (owner) logger.info({ uid: owner.uid, gid: owner.gid, owner: owner.from }, 'started as root: running as the owner of the data directory\'s parent, so the service user can use what this node writes');
     secureDataDir(self.dataDir);
   } catch (e) {
     process.stderr.write(`palisade serve: cannot prepare the data directory ${self.dataDir}: ${(e as Error).message}\n`);
-    process.exit(1);
+    process.exit(SERVE_EXIT.REFUSED);
   }
   let stopping = false;
   let node: PalisadeNode | null = null;
@@ -47,14 +59,6 @@ export async function serve(opts: ServeOptions): Promise<void> {
       },
     );
   };
-  const join = opts.join ? opts.join.split(',').map((u) => u.trim()).filter(Boolean) : [];
-  let credentials;
-  try {
-    credentials = join.length > 0 ? joinCredentials(config, opts.id, opts, process.env) : {};
-  } catch (e) {
-    process.stderr.write(`palisade serve: ${(e as Error).message}\n`);
-    process.exit(SERVE_EXIT.REFUSED);
-  }
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   try {

@@ -1,354 +1,208 @@
-// cluster.config.json: the embedded default and its validation. Every problem names the
-// field it is about, so a typo stops start-up with a message that says where to look.
+// cluster.config.json: reading and validating it. The file is first checked against
+// config.schema.json (schema.ts: every key known, every value of the right type and range),
+// then the rules that tie settings together are checked here and every default is filled in
+// (defaults.ts). Every problem names the field it is about, so a typo stops start-up with a
+// message that says where to look.
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { checkAddresses, isLoopbackHost, nodePort, parseWsUrl, type NodePort } from './addresses.js';
+import { ConfigError } from './config-error.js';
 import {
+  DEFAULT_BUDGETS,
   DEFAULT_CLIENT_LIMITS,
   DEFAULT_LEDGER,
-  DEFAULT_RAFT,
   DEFAULT_SESSIONS,
   DEFAULT_SNAPSHOT,
   MACHINE_MAX_NAME_BYTES,
+  RAFT_PROFILES,
   defaultMinTtlMs,
+  defaultRaftProfile,
   defaultSessionTtlMs,
 } from './defaults.js';
+import { checkAgainstSchema } from './schema.js';
+import type {
+  AuthConfig,
+  BudgetSettings,
+  ClientLimitsConfig,
+  ClusterConfig,
+  NodeConfig,
+  RaftProfileName,
+  RaftTiming,
+  SessionLimits,
+  TlsConfig,
+  TlsFilesConfig,
+  TokenConfig,
+} from './types.js';
 
-export interface NodeConfig {
+export type * from './types.js';
+export { ConfigError } from './config-error.js';
+export { isLoopbackHost, parseHttpUrl, parseWsUrl } from './addresses.js';
+export { DEFAULT_CLIENT_LIMITS } from './defaults.js';
+
+/** The file's shape once checked against config.schema.json (so every key here is known and
+ *  typed; ranges that depend on other settings are checked below). */
+interface RawNode {
   readonly id: string;
   readonly peerUrl: string;
   readonly clientUrl: string;
   readonly dataDir: string;
-  /** Where this node serves /metrics, /healthz, /readyz and the status page (optional). */
   readonly httpUrl?: string;
+  readonly listenPeerUrl?: string;
+  readonly listenClientUrl?: string;
+  readonly listenHttpUrl?: string;
 }
-
-export interface RaftTiming {
-  /** How often the driver calls tick(). */
-  readonly tickMs: number;
-  readonly heartbeatMs: number;
-  /** Base election timeout; the effective one is drawn from [base, 2*base). */
-  readonly electionTimeoutMs: number;
-}
-
-export interface SessionLimits {
-  readonly defaultTtlMs: number;
-  readonly minTtlMs: number;
-  readonly maxTtlMs: number;
-  readonly lockDelayMs: number;
-  /** Sessions open at once in the whole cluster (the lock machine refuses more). */
-  readonly maxSessions: number;
-  /** Sessions open at once per token (auth on), so one token cannot take them all. */
-  readonly maxSessionsPerToken: number;
-}
-
-export interface SnapshotSettings {
-  /** Snapshot once the applied log has grown by this many entries since the last one. */
-  readonly entries: number;
-  /** Entries kept behind a snapshot so that slightly slow followers need no snapshot. */
-  readonly keepTail: number;
-}
-
-/** One client bearer token (docs/security.md). */
-export interface TokenConfig {
-  /** Names the token in logs and errors; the token itself is never logged. */
+interface RawToken {
   readonly name: string;
   readonly token: string;
-  /** Lock, election, key, opKey and fence-lock names the token may touch; null = all. */
-  readonly prefixes: readonly string[] | null;
-  /** May read, open sessions and keep them alive, but change no lock, election, key or op. */
-  readonly readOnly: boolean;
-  /** May change the cluster: addMember, removeMember, transferLeader, snapshot. */
-  readonly admin: boolean;
+  readonly prefixes?: readonly string[];
+  readonly readOnly?: boolean;
+  readonly admin?: boolean;
 }
-
-/** Client authentication; absent from the file = off (every client is trusted). */
-export interface AuthConfig {
-  readonly tokens: readonly TokenConfig[];
-}
-
-/** Certificate files of one port. Paths are absolute; "{id}" stands for the node's id. */
-export interface TlsFilesConfig {
+interface RawTls {
   readonly cert: string;
   readonly key: string;
-  /** Trusted CA: verifies the other side (the acceptor when dialing, client certificates when accepting). */
   readonly ca?: string;
-  /** Refuse connections that present no certificate signed by `ca` (mutual TLS). */
-  readonly requireClientCert: boolean;
+  readonly requireClientCert?: boolean;
 }
-
-/** TLS of each port; null = plain ws (the URLs say ws://). */
-export interface TlsConfig {
-  readonly peer: TlsFilesConfig | null;
-  readonly client: TlsFilesConfig | null;
-}
-
-/** Bounds on what one client may ask of a node (docs/security.md). */
-export interface ClientLimitsConfig {
-  /** Largest frame accepted from a client (FRAME_TOO_LARGE, then close 1009). */
-  readonly maxFrameBytes: number;
-  /** Responses queued unread for one client before it is disconnected. */
-  readonly maxBufferedBytes: number;
-  /** Open client connections from one IP address; more are closed with 1013. */
-  readonly maxConnectionsPerAddress: number;
-  /** Token bucket per connection: sustained rate and burst (RATE_LIMITED). 0 = unlimited. */
-  readonly requestsPerSecond: number;
-  readonly requestBurst: number;
-  /** Sessions opened or attached over one connection (LIMIT_EXCEEDED). */
-  readonly maxSessionsPerConnection: number;
-  /** Locks one session holds (LIMIT_EXCEEDED). */
-  readonly maxLocksPerSession: number;
-  /** Locks one session waits for at once (LIMIT_EXCEEDED). */
-  readonly maxWaitsPerSession: number;
-  /** Sessions queued behind one lock (LIMIT_EXCEEDED). */
-  readonly maxWaitersPerLock: number;
-  /** Longest lock, election or fence-lock name in UTF-8 bytes (INVALID_ARGUMENT); keys and
-   *  opKeys keep the lock machine's own bound (1 KiB). At most the machine's 256. */
-  readonly maxNameBytes: number;
-  /** Key prefixes watched plus elections observed over one connection (LIMIT_EXCEEDED). */
-  readonly maxWatchesPerConnection: number;
-}
-
-/** The operation ledger (lock.once): how long finished and abandoned operations are kept. */
-export interface LedgerSettings {
-  /** A completed operation answers `done` for this long, then the leader prunes it. */
-  readonly retentionMs: number;
-  /** An operation begun and never completed is dropped after this long. */
-  readonly abandonedAfterMs: number;
-}
-
-export interface ClusterConfig {
+interface RawConfig {
   readonly clusterId: string;
   readonly secret: string;
-  readonly nodes: readonly NodeConfig[];
-  readonly raft: RaftTiming;
-  readonly sessions: SessionLimits;
-  readonly snapshot: SnapshotSettings;
-  readonly ledger: LedgerSettings;
-  /** null: clients are not authenticated. */
-  readonly auth: AuthConfig | null;
-  readonly tls: TlsConfig;
-  readonly limits: ClientLimitsConfig;
-  /** Where the file was read from; relative data directories resolve against it. */
-  readonly baseDir: string;
+  readonly nodes: readonly RawNode[];
+  readonly raft?: Partial<RaftTiming> & { readonly profile?: RaftProfileName };
+  readonly sessions?: Partial<SessionLimits>;
+  readonly snapshot?: { readonly entries?: number; readonly keepTail?: number };
+  readonly ledger?: { readonly retentionMs?: number; readonly abandonedAfterMs?: number };
+  readonly budgets?: Partial<BudgetSettings>;
+  readonly auth?: { readonly tokens: readonly RawToken[] };
+  readonly tls?: { readonly peer?: RawTls; readonly client?: RawTls };
+  readonly limits?: Partial<ClientLimitsConfig>;
 }
 
-export class ConfigError extends Error {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`config: ${field}: ${message}`);
-    this.name = 'ConfigError';
-  }
+/** A value the schema accepted, checked against bounds that depend on other settings. */
+function within(value: number, field: string, min: number, max: number, why: string): number {
+  if (value < min || value > max) throw new ConfigError(field, `must be between ${min} and ${max} (${why})`);
+  return value;
 }
 
-export { DEFAULT_CLIENT_LIMITS } from './defaults.js';
-/** The wire's bound on any string (client-protocol MAX_STRING_BYTES). */
-const MAX_TOKEN_CHARS = 4096;
-
-type Obj = Record<string, unknown>;
-
-function isObj(x: unknown): x is Obj {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
-
-function str(o: Obj, key: string, field: string): string {
-  const v = o[key];
-  if (v === undefined) throw new ConfigError(field, 'is missing');
-  if (typeof v !== 'string' || v.length === 0) throw new ConfigError(field, 'must be a non-empty string');
-  return v;
-}
-
-function int(o: Obj, key: string, field: string, dflt: number, min: number, max: number): number {
-  const v = o[key];
-  if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(field, 'must be an integer');
-  if (v < min || v > max) throw new ConfigError(field, `must be between ${min} and ${max}`);
-  return v;
-}
-
-function section(o: Obj, key: string): Obj {
-  const v = o[key];
-  if (v === undefined) return {};
-  if (!isObj(v)) throw new ConfigError(key, 'must be an object');
-  return v;
-}
-
-export function parseWsUrl(url: string, field: string): { host: string; port: number } {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new ConfigError(field, `"${url}" is not a URL`);
-  }
-  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') throw new ConfigError(field, `"${url}" must start with ws:// or wss://`);
-  const port = Number(u.port);
-  if (!u.port || !Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError(field, `"${url}" needs an explicit port`);
-  return { host: u.hostname.replace(/^\[|\]$/g, ''), port };
-}
-
-export function parseHttpUrl(url: string, field: string): { host: string; port: number } {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new ConfigError(field, `"${url}" is not a URL`);
-  }
-  if (u.protocol !== 'http:') throw new ConfigError(field, `"${url}" must start with http://`);
-  if (u.pathname !== '/' || u.search || u.hash) throw new ConfigError(field, `"${url}" must have no path, query or fragment`);
-  const port = Number(u.port);
-  if (!u.port || !Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError(field, `"${url}" needs an explicit port`);
-  return { host: u.hostname.replace(/^\[|\]$/g, ''), port };
-}
-
-export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
-  if (!isObj(raw)) throw new ConfigError('(root)', 'must be a JSON object');
-  const clusterId = str(raw, 'clusterId', 'clusterId');
-  const secret = str(raw, 'secret', 'secret');
-  if (secret.length < 16) throw new ConfigError('secret', 'must be at least 16 characters');
-  const nodesRaw = raw['nodes'];
-  if (!Array.isArray(nodesRaw) || nodesRaw.length === 0) throw new ConfigError('nodes', 'must be a non-empty array');
-  const ids = new Set<string>();
-  const endpoints = new Map<string, string>();
-  const nodes = nodesRaw.map((n, i): NodeConfig => {
-    const f = `nodes[${i}]`;
-    if (!isObj(n)) throw new ConfigError(f, 'must be an object');
-    const id = str(n, 'id', `${f}.id`);
-    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(id)) throw new ConfigError(`${f}.id`, 'may hold only letters, digits, ".", "_" and "-" (1-64)');
-    if (ids.has(id)) throw new ConfigError(`${f}.id`, `duplicate id "${id}"`);
-    ids.add(id);
-    const peerUrl = str(n, 'peerUrl', `${f}.peerUrl`);
-    const clientUrl = str(n, 'clientUrl', `${f}.clientUrl`);
-    const httpUrl = n['httpUrl'] === undefined ? undefined : str(n, 'httpUrl', `${f}.httpUrl`);
-    const urls: [string, string][] = [['peerUrl', peerUrl], ['clientUrl', clientUrl]];
-    if (httpUrl !== undefined) urls.push(['httpUrl', httpUrl]);
-    for (const [key, url] of urls) {
-      const { host, port } = key === 'httpUrl' ? parseHttpUrl(url, `${f}.${key}`) : parseWsUrl(url, `${f}.${key}`);
-      const ep = `${host}:${port}`;
-      const prev = endpoints.get(ep);
-      if (prev) throw new ConfigError(`${f}.${key}`, `port ${port} on ${host} is also used by ${prev}`);
-      endpoints.set(ep, `${f}.${key}`);
-    }
-    const dataDirRaw = str(n, 'dataDir', `${f}.dataDir`);
-    const dataDir = isAbsolute(dataDirRaw) ? dataDirRaw : resolve(baseDir, dataDirRaw);
-    return { id, peerUrl, clientUrl, dataDir, ...(httpUrl !== undefined ? { httpUrl } : {}) };
-  });
-  const r = section(raw, 'raft');
-  const tickMs = int(r, 'tickMs', 'raft.tickMs', DEFAULT_RAFT.tickMs, 1, 1000);
-  const heartbeatMs = int(r, 'heartbeatMs', 'raft.heartbeatMs', DEFAULT_RAFT.heartbeatMs, tickMs, 10_000);
-  const electionTimeoutMs = int(r, 'electionTimeoutMs', 'raft.electionTimeoutMs', DEFAULT_RAFT.electionTimeoutMs, heartbeatMs * 2, 60_000);
-  const s = section(raw, 'sessions');
-  const minTtlMs = int(s, 'minTtlMs', 'sessions.minTtlMs', defaultMinTtlMs(electionTimeoutMs), 100, 86_400_000);
-  const maxTtlMs = int(s, 'maxTtlMs', 'sessions.maxTtlMs', Math.max(DEFAULT_SESSIONS.maxTtlMs, minTtlMs), minTtlMs, 86_400_000);
-  const defaultTtlMs = int(s, 'defaultTtlMs', 'sessions.defaultTtlMs', defaultSessionTtlMs(minTtlMs, maxTtlMs), minTtlMs, maxTtlMs);
-  // The lock machine refuses a default lock-delay above its largest (a start-up crash otherwise).
-  const lockDelayMs = int(s, 'lockDelayMs', 'sessions.lockDelayMs', DEFAULT_SESSIONS.lockDelayMs, 0, DEFAULT_SESSIONS.maxLockDelayMs);
-  const maxSessions = int(s, 'maxSessions', 'sessions.maxSessions', DEFAULT_SESSIONS.maxSessions, 1, 10_000_000);
-  const maxSessionsPerToken = int(s, 'maxSessionsPerToken', 'sessions.maxSessionsPerToken', Math.min(DEFAULT_SESSIONS.maxSessionsPerToken, maxSessions), 1, maxSessions);
+export function validateConfig(input: unknown, baseDir: string): ClusterConfig {
+  checkAgainstSchema(input);
+  const raw = input as RawConfig;
+  const nodes = nodesSection(raw.nodes, baseDir);
+  const raft = raftSection(raw, nodes);
+  const s = raw.sessions ?? {};
+  const minTtlMs = s.minTtlMs ?? defaultMinTtlMs(raft.electionTimeoutMs);
   // A session must outlive a leader change, or every failover would expire sessions.
-  if (minTtlMs < electionTimeoutMs * 2) {
-    throw new ConfigError('sessions.minTtlMs', `must be at least twice raft.electionTimeoutMs (${electionTimeoutMs * 2})`);
+  if (minTtlMs < raft.electionTimeoutMs * 2) {
+    throw new ConfigError('sessions.minTtlMs', `must be at least twice raft.electionTimeoutMs (${raft.electionTimeoutMs * 2})`);
   }
-  const sn = section(raw, 'snapshot');
-  const entries = int(sn, 'entries', 'snapshot.entries', DEFAULT_SNAPSHOT.entries, 10, 100_000_000);
-  const keepTail = int(sn, 'keepTail', 'snapshot.keepTail', DEFAULT_SNAPSHOT.keepTail, 0, 100_000_000);
-  const lg = section(raw, 'ledger');
-  const retentionMs = int(lg, 'retentionMs', 'ledger.retentionMs', DEFAULT_LEDGER.retentionMs, 1_000, 365 * 86_400_000);
-  const abandonedAfterMs = int(lg, 'abandonedAfterMs', 'ledger.abandonedAfterMs', DEFAULT_LEDGER.abandonedAfterMs, retentionMs, 3650 * 86_400_000);
-  const auth = authSection(raw);
-  const tls = tlsSection(raw, nodes, baseDir);
-  const limits = limitsSection(raw);
+  const maxTtlMs = within(s.maxTtlMs ?? Math.max(DEFAULT_SESSIONS.maxTtlMs, minTtlMs), 'sessions.maxTtlMs', minTtlMs, 86_400_000, 'at least sessions.minTtlMs');
+  const defaultTtlMs = within(s.defaultTtlMs ?? defaultSessionTtlMs(minTtlMs, maxTtlMs), 'sessions.defaultTtlMs', minTtlMs, maxTtlMs, 'from sessions.minTtlMs to sessions.maxTtlMs');
+  const maxSessions = s.maxSessions ?? DEFAULT_SESSIONS.maxSessions;
+  const maxSessionsPerToken = within(s.maxSessionsPerToken ?? Math.min(DEFAULT_SESSIONS.maxSessionsPerToken, maxSessions), 'sessions.maxSessionsPerToken', 1, maxSessions, 'at most sessions.maxSessions');
+  const lg = raw.ledger ?? {};
+  const retentionMs = lg.retentionMs ?? DEFAULT_LEDGER.retentionMs;
+  const abandonedAfterMs = within(lg.abandonedAfterMs ?? Math.max(DEFAULT_LEDGER.abandonedAfterMs, retentionMs), 'ledger.abandonedAfterMs', retentionMs, 3650 * 86_400_000, 'at least ledger.retentionMs');
   return {
-    clusterId,
-    secret,
+    clusterId: raw.clusterId,
+    secret: raw.secret,
     nodes,
-    raft: { tickMs, heartbeatMs, electionTimeoutMs },
-    sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs, maxSessions, maxSessionsPerToken },
-    snapshot: { entries, keepTail },
+    raft,
+    sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs: s.lockDelayMs ?? DEFAULT_SESSIONS.lockDelayMs, maxSessions, maxSessionsPerToken },
+    snapshot: { entries: raw.snapshot?.entries ?? DEFAULT_SNAPSHOT.entries, keepTail: raw.snapshot?.keepTail ?? DEFAULT_SNAPSHOT.keepTail },
     ledger: { retentionMs, abandonedAfterMs },
-    auth,
-    tls,
-    limits,
+    budgets: { ...DEFAULT_BUDGETS, ...raw.budgets },
+    auth: authSection(raw),
+    tls: tlsSection(raw, nodes, baseDir),
+    limits: limitsSection(raw),
     baseDir,
   };
 }
 
-function bool(o: Obj, key: string, field: string, dflt: boolean): boolean {
-  const v = o[key];
-  if (v === undefined) return dflt;
-  if (typeof v !== 'boolean') throw new ConfigError(field, 'must be true or false');
-  return v;
+function nodesSection(list: readonly RawNode[], baseDir: string): NodeConfig[] {
+  const ids = new Set<string>();
+  const ports: NodePort[] = [];
+  const nodes = list.map((n, i): NodeConfig => {
+    if (ids.has(n.id)) throw new ConfigError(`nodes[${i}].id`, `duplicate id "${n.id}"`);
+    ids.add(n.id);
+    if (n.listenHttpUrl !== undefined && n.httpUrl === undefined) {
+      throw new ConfigError(`nodes[${i}].listenHttpUrl`, 'needs httpUrl: the address the other nodes fetch this node\'s status from');
+    }
+    ports.push(nodePort(i, 'peer', n.peerUrl, n.listenPeerUrl), nodePort(i, 'client', n.clientUrl, n.listenClientUrl));
+    if (n.httpUrl !== undefined) ports.push(nodePort(i, 'http', n.httpUrl, n.listenHttpUrl));
+    return {
+      id: n.id,
+      peerUrl: n.peerUrl,
+      clientUrl: n.clientUrl,
+      dataDir: isAbsolute(n.dataDir) ? n.dataDir : resolve(baseDir, n.dataDir),
+      listenPeerUrl: n.listenPeerUrl ?? n.peerUrl,
+      listenClientUrl: n.listenClientUrl ?? n.clientUrl,
+      ...(n.httpUrl !== undefined ? { httpUrl: n.httpUrl, listenHttpUrl: n.listenHttpUrl ?? n.httpUrl } : {}),
+    };
+  });
+  checkAddresses(ports);
+  return nodes;
 }
 
-/** "auth": {"tokens": [{name, token, prefixes?, readOnly?}]}; absent = auth off. */
-function authSection(raw: Obj): AuthConfig | null {
-  if (raw['auth'] === undefined) return null;
-  const a = section(raw, 'auth');
-  const list = a['tokens'];
-  if (!Array.isArray(list) || list.length === 0) throw new ConfigError('auth.tokens', 'must be a non-empty array (leave out "auth" to turn authentication off)');
+/** The profile's timings (named, or the one that fits the peers' addresses), each overridden
+ *  by the file's own value. */
+function raftSection(raw: RawConfig, nodes: readonly NodeConfig[]): RaftTiming {
+  const r = raw.raft ?? {};
+  const loopback = nodes.every((n) => isLoopbackHost(parseWsUrl(n.peerUrl, 'peerUrl').host));
+  const profile = RAFT_PROFILES[r.profile ?? defaultRaftProfile(loopback)];
+  const tickMs = r.tickMs ?? profile.tickMs;
+  const heartbeatMs = within(r.heartbeatMs ?? Math.max(profile.heartbeatMs, tickMs), 'raft.heartbeatMs', tickMs, 10_000, 'at least raft.tickMs');
+  const electionTimeoutMs = within(r.electionTimeoutMs ?? Math.max(profile.electionTimeoutMs, 2 * heartbeatMs), 'raft.electionTimeoutMs', heartbeatMs * 2, 60_000, 'at least twice raft.heartbeatMs');
+  return { tickMs, heartbeatMs, electionTimeoutMs };
+}
+
+/** "auth": {"tokens": [{name, token, prefixes?, readOnly?, admin?}]}; absent = auth off. */
+function authSection(raw: RawConfig): AuthConfig | null {
+  if (raw.auth === undefined) return null;
   const names = new Set<string>();
   const secrets = new Set<string>();
-  const tokens = list.map((t, i): TokenConfig => {
+  const tokens = raw.auth.tokens.map((t, i): TokenConfig => {
     const f = `auth.tokens[${i}]`;
-    if (!isObj(t)) throw new ConfigError(f, 'must be an object');
-    const name = str(t, 'name', `${f}.name`);
-    if (!/^[A-Za-z0-9_.@:-]{1,64}$/.test(name)) throw new ConfigError(`${f}.name`, 'may hold only letters, digits and "._@:-" (1-64)');
-    if (names.has(name)) throw new ConfigError(`${f}.name`, `duplicate token name "${name}"`);
-    names.add(name);
-    const token = str(t, 'token', `${f}.token`);
+    if (names.has(t.name)) throw new ConfigError(`${f}.name`, `duplicate token name "${t.name}"`);
+    names.add(t.name);
     // The message never repeats the token: config errors end up in logs.
-    if (token.length < 16 || token.length > MAX_TOKEN_CHARS) throw new ConfigError(`${f}.token`, `must be 16 to ${MAX_TOKEN_CHARS} characters`);
-    if (secrets.has(token)) throw new ConfigError(`${f}.token`, 'is the same as another token (each client identity needs its own)');
-    secrets.add(token);
+    if (secrets.has(t.token)) throw new ConfigError(`${f}.token`, 'is the same as another token (each client identity needs its own)');
+    secrets.add(t.token);
     let prefixes: string[] | null = null;
-    if (t['prefixes'] !== undefined) {
-      const p = t['prefixes'];
-      if (!Array.isArray(p) || p.length === 0) throw new ConfigError(`${f}.prefixes`, 'must be a non-empty array of strings (leave it out to allow every name)');
-      prefixes = p.map((x, j) => {
-        if (typeof x !== 'string' || Buffer.byteLength(x, 'utf8') > MACHINE_MAX_NAME_BYTES) {
-          throw new ConfigError(`${f}.prefixes[${j}]`, `must be a string of at most ${MACHINE_MAX_NAME_BYTES} bytes`);
-        }
+    if (t.prefixes !== undefined) {
+      prefixes = t.prefixes.map((x, j) => {
+        if (Buffer.byteLength(x, 'utf8') > MACHINE_MAX_NAME_BYTES) throw new ConfigError(`${f}.prefixes[${j}]`, `must be a string of at most ${MACHINE_MAX_NAME_BYTES} bytes`);
         return x;
       });
       if (prefixes.includes('')) prefixes = null; // "" matches every name
     }
-    const readOnly = bool(t, 'readOnly', `${f}.readOnly`, false);
-    const admin = bool(t, 'admin', `${f}.admin`, false);
+    const readOnly = t.readOnly ?? false;
+    const admin = t.admin ?? false;
     if (readOnly && admin) throw new ConfigError(`${f}.admin`, 'a read-only token cannot be an admin token');
-    return { name, token, prefixes, readOnly, admin };
+    return { name: t.name, token: t.token, prefixes, readOnly, admin };
   });
   return { tokens };
 }
 
 /** "tls": {"peer": {...}, "client": {...}}; each port's URLs must agree with its section. */
-function tlsSection(raw: Obj, nodes: readonly NodeConfig[], baseDir: string): TlsConfig {
-  const t = section(raw, 'tls');
-  for (const key of Object.keys(t)) if (key !== 'peer' && key !== 'client') throw new ConfigError(`tls.${key}`, 'unknown; use "peer" and "client"');
-  const peer = tlsFiles(t, 'peer', baseDir);
-  const client = tlsFiles(t, 'client', baseDir);
+function tlsSection(raw: RawConfig, nodes: readonly NodeConfig[], baseDir: string): TlsConfig {
+  const peer = tlsFiles(raw.tls?.peer, 'tls.peer', baseDir);
+  const client = tlsFiles(raw.tls?.client, 'tls.client', baseDir);
   checkSchemes(nodes, 'peerUrl', peer !== null);
   checkSchemes(nodes, 'clientUrl', client !== null);
   return { peer, client };
 }
 
-function tlsFiles(t: Obj, key: 'peer' | 'client', baseDir: string): TlsFilesConfig | null {
-  if (t[key] === undefined) return null;
-  const o = section(t, key);
-  const f = `tls.${key}`;
-  const path = (name: string): string => {
-    const p = str(o, name, `${f}.${name}`);
-    return isAbsolute(p) ? p : resolve(baseDir, p);
-  };
-  const cert = path('cert');
-  const key_ = path('key');
-  const ca = o['ca'] === undefined ? undefined : path('ca');
-  const requireClientCert = bool(o, 'requireClientCert', `${f}.requireClientCert`, false);
+function tlsFiles(o: RawTls | undefined, f: string, baseDir: string): TlsFilesConfig | null {
+  if (o === undefined) return null;
+  const path = (p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
+  const requireClientCert = o.requireClientCert ?? false;
   // Without a CA of our own any publicly trusted certificate would pass as a client.
-  if (requireClientCert && ca === undefined) throw new ConfigError(`${f}.ca`, 'is needed to verify client certificates (requireClientCert)');
-  return { cert, key: key_, ...(ca !== undefined ? { ca } : {}), requireClientCert };
+  if (requireClientCert && o.ca === undefined) throw new ConfigError(`${f}.ca`, 'is needed to verify client certificates (requireClientCert)');
+  return { cert: path(o.cert), key: path(o.key), ...(o.ca !== undefined ? { ca: path(o.ca) } : {}), requireClientCert };
 }
 
-/** wss:// means TLS on: every node's URL of that port must say so exactly when TLS is set. */
+/** wss:// means TLS on: every node's URL of that port must say so exactly when TLS is set
+ *  (a listen URL has its advertised URL's scheme, addresses.ts). */
 function checkSchemes(nodes: readonly NodeConfig[], key: 'peerUrl' | 'clientUrl', tlsOn: boolean): void {
   const where = key === 'peerUrl' ? 'tls.peer' : 'tls.client';
   nodes.forEach((n, i) => {
@@ -358,25 +212,17 @@ function checkSchemes(nodes: readonly NodeConfig[], key: 'peerUrl' | 'clientUrl'
   });
 }
 
-function limitsSection(raw: Obj): ClientLimitsConfig {
-  const l = section(raw, 'limits');
+function limitsSection(raw: RawConfig): ClientLimitsConfig {
+  const l = raw.limits ?? {};
   const d = DEFAULT_CLIENT_LIMITS;
-  const known = new Set(Object.keys(d));
-  for (const key of Object.keys(l)) if (!known.has(key)) throw new ConfigError(`limits.${key}`, `unknown limit (known: ${[...known].join(', ')})`);
-  const requestsPerSecond = int(l, 'requestsPerSecond', 'limits.requestsPerSecond', d.requestsPerSecond, 0, 10_000_000);
+  const requestsPerSecond = l.requestsPerSecond ?? d.requestsPerSecond;
   return {
-    maxFrameBytes: int(l, 'maxFrameBytes', 'limits.maxFrameBytes', d.maxFrameBytes, 1024, 64 << 20),
-    maxBufferedBytes: int(l, 'maxBufferedBytes', 'limits.maxBufferedBytes', d.maxBufferedBytes, 64 << 10, 1 << 30),
-    maxConnectionsPerAddress: int(l, 'maxConnectionsPerAddress', 'limits.maxConnectionsPerAddress', d.maxConnectionsPerAddress, 1, 1_000_000),
+    ...d,
+    ...l,
     requestsPerSecond,
-    // The default burst is never below the rate, or a steady client at exactly the rate would be refused.
-    requestBurst: int(l, 'requestBurst', 'limits.requestBurst', Math.max(d.requestBurst, requestsPerSecond), Math.min(1, requestsPerSecond), 100_000_000),
-    maxSessionsPerConnection: int(l, 'maxSessionsPerConnection', 'limits.maxSessionsPerConnection', d.maxSessionsPerConnection, 1, 1_000_000),
-    maxLocksPerSession: int(l, 'maxLocksPerSession', 'limits.maxLocksPerSession', d.maxLocksPerSession, 1, 10_000),
-    maxWaitsPerSession: int(l, 'maxWaitsPerSession', 'limits.maxWaitsPerSession', d.maxWaitsPerSession, 1, 10_000),
-    maxWaitersPerLock: int(l, 'maxWaitersPerLock', 'limits.maxWaitersPerLock', d.maxWaitersPerLock, 1, 1_000_000),
-    maxNameBytes: int(l, 'maxNameBytes', 'limits.maxNameBytes', d.maxNameBytes, 1, MACHINE_MAX_NAME_BYTES),
-    maxWatchesPerConnection: int(l, 'maxWatchesPerConnection', 'limits.maxWatchesPerConnection', d.maxWatchesPerConnection, 1, 1_000_000),
+    // The default burst is never below the rate, or a steady client at exactly the rate would
+    // be refused; a set rate needs a bucket of at least one.
+    requestBurst: within(l.requestBurst ?? Math.max(d.requestBurst, requestsPerSecond), 'limits.requestBurst', Math.min(1, requestsPerSecond), 100_000_000, 'at least 1 when limits.requestsPerSecond is set'),
   };
 }
 

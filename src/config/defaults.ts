@@ -2,11 +2,26 @@
 // from the config. Defaults that the lock machine also has (TTL bounds, lock-delay, session
 // cap, name length) are taken from its DEFAULT_MACHINE_CONFIG, so the two cannot disagree;
 // defaults that depend on another setting are functions of it, so that every default
-// passes the validator's rules (config.ts) whatever else the file sets.
+// passes the validator's rules (cluster-config.ts) whatever else the file sets. The static
+// defaults are also written in config.schema.json (for editors and docs/configuration.md); a
+// test checks the two agree.
 import { DEFAULT_MACHINE_CONFIG, type MachineConfig } from '../lockfsm/config.js';
-import type { ClientLimitsConfig, ClusterConfig, LedgerSettings, RaftTiming, SnapshotSettings } from './cluster-config.js';
+import type { BudgetSettings, ClientLimitsConfig, ClusterConfig, LedgerSettings, RaftProfileName, RaftTiming, SnapshotSettings } from './types.js';
 
-export const DEFAULT_RAFT: RaftTiming = Object.freeze({ tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 });
+/** Named Raft timings (`raft.profile`). `loopback` suits nodes on one machine (`npm start`),
+ *  where a round trip takes microseconds; `lan` suits hosts on a network, where a GC pause,
+ *  a busy disk or a slow switch port can hold a heartbeat for tens of milliseconds and a
+ *  300 ms election timeout would depose healthy leaders (etcd's defaults are 100/1000 too). */
+export const RAFT_PROFILES: Readonly<Record<RaftProfileName, RaftTiming>> = Object.freeze({
+  loopback: Object.freeze({ tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 }),
+  lan: Object.freeze({ tickMs: 10, heartbeatMs: 100, electionTimeoutMs: 1_000 }),
+});
+
+/** The profile of a config that names none: `loopback` when every peer is reached on a
+ *  loopback address (the nodes share one machine), else `lan`. */
+export function defaultRaftProfile(peerHostsAreLoopback: boolean): RaftProfileName {
+  return peerHostsAreLoopback ? 'loopback' : 'lan';
+}
 
 /** The SDK's session TTL (src/client DEFAULT_TTL_MS; the client may not import the server,
  *  a test checks they agree): a session opened without a TTL gets the same. */
@@ -62,5 +77,25 @@ export function machineConfigFrom(cfg: ClusterConfig): MachineConfig {
     defaultLockDelayMs: cfg.sessions.lockDelayMs,
     maxSessions: cfg.sessions.maxSessions,
     maxSessionsPerOwner: cfg.sessions.maxSessionsPerToken,
+    ledgerRetentionMs: cfg.ledger.retentionMs,
+    ledgerAbandonedAfterMs: cfg.ledger.abandonedAfterMs,
+    maxKvTotalBytes: cfg.budgets.kvBytes,
+    maxKvBytesPerOwner: cfg.budgets.kvBytesPerToken,
+    maxLedgerBytes: cfg.budgets.ledgerBytes,
+    maxLedgerBytesPerOwner: cfg.budgets.ledgerBytesPerToken,
+    maxElectionBytes: cfg.budgets.electionBytes,
+    maxElectionBytesPerOwner: cfg.budgets.electionBytesPerToken,
+    maxPendingResultBytesPerSession: cfg.budgets.answerBytesPerSession,
   };
 }
+
+/** The byte budgets of a file that sets none: the lock machine's own defaults. */
+export const DEFAULT_BUDGETS: BudgetSettings = Object.freeze({
+  kvBytes: DEFAULT_MACHINE_CONFIG.maxKvTotalBytes,
+  kvBytesPerToken: DEFAULT_MACHINE_CONFIG.maxKvBytesPerOwner,
+  ledgerBytes: DEFAULT_MACHINE_CONFIG.maxLedgerBytes,
+  ledgerBytesPerToken: DEFAULT_MACHINE_CONFIG.maxLedgerBytesPerOwner,
+  electionBytes: DEFAULT_MACHINE_CONFIG.maxElectionBytes,
+  electionBytesPerToken: DEFAULT_MACHINE_CONFIG.maxElectionBytesPerOwner,
+  answerBytesPerSession: DEFAULT_MACHINE_CONFIG.maxPendingResultBytesPerSession,
+});

@@ -1,4 +1,5 @@
-// palisade/fence: what a protected resource embeds to refuse holders of stale locks.
+// palisade-server/fence (and palisade-client/fence): what a protected resource embeds to
+// refuse holders of stale locks.
 // It needs no cluster and imports nothing else of the project.
 export { StaleTokenError, FenceInputError, FenceUnavailableError } from './errors.js';
 export { toToken, checkResource, MAX_TOKEN, MAX_RESOURCE_BYTES, type TokenInput } from './input.js';

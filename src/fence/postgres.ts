@@ -1,4 +1,4 @@
-// palisade/fence-postgres: fencing for data that lives in PostgreSQL. The check and the
+// palisade-server/fence-postgres: fencing for data that lives in PostgreSQL. The check and the
 // caller's writes run in one transaction that holds the fence row locked until COMMIT,
 // which closes the check-then-write race a bare check leaves open.
 //

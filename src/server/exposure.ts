@@ -4,27 +4,23 @@
 // (their frames are authenticated, peer protocol 2, but not encrypted: lock names and
 // key-value values travel in clear; docs/security.md says why this still refuses). The node then stops with a message that says what to configure, unless the
 // operator passes `palisade serve --allow-insecure` (docs/security.md).
-import { isIP } from 'node:net';
 import type { ClusterConfig, NodeConfig } from '../config/cluster-config.js';
-import { parseWsUrl } from '../config/cluster-config.js';
+import { isLoopbackHost, parseWsUrl } from '../config/cluster-config.js';
+
+export { isLoopbackHost };
 
 /** The secret of the shipped cluster.config.json: public, so no secret at all. */
 export const PUBLISHED_SECRET = 'palisade-local-development-secret-change-me';
 
-/** Whether `host` (a URL's hostname, without brackets) can be reached only from this machine. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.toLowerCase();
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  if (isIP(h) === 6) return h === '::1' || h.startsWith('::ffff:127.');
-  return false;
-}
-
 /** What is insecure about running `self` of `cfg` on its addresses; empty when nothing is. */
 export function exposureProblems(cfg: ClusterConfig, self: NodeConfig): string[] {
-  const peerHost = parseWsUrl(self.peerUrl, 'peerUrl').host;
-  const clientHost = parseWsUrl(self.clientUrl, 'clientUrl').host;
-  const exposed = [peerHost, clientHost].filter((h) => !isLoopbackHost(h));
+  // Where the node binds, and where it is reached (a loopback bind behind a proxy or port
+  // mapping that others reach on the network is exposed all the same).
+  const host = (url: string, field: string): string => parseWsUrl(url, field).host;
+  const peerHosts = [host(self.listenPeerUrl, 'listenPeerUrl'), host(self.peerUrl, 'peerUrl')];
+  const clientHosts = [host(self.listenClientUrl, 'listenClientUrl'), host(self.clientUrl, 'clientUrl')];
+  const exposed = [...new Set([...peerHosts, ...clientHosts].filter((h) => !isLoopbackHost(h)))];
+  const peerHost = peerHosts.find((h) => !isLoopbackHost(h)) ?? peerHosts[0]!;
   const problems: string[] = [];
   if (cfg.secret === PUBLISHED_SECRET && exposed.length > 0) {
     problems.push(

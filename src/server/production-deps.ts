@@ -25,8 +25,10 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
     logger,
     random: (n) => Math.floor(Math.random() * n),
     openStore: () => RaftStorage.open(self.dataDir, { clusterId: config.clusterId, nodeId: id }),
+    // Each port binds its listen address; peers and clients are told the advertised URLs
+    // (peerUrl, clientUrl, httpUrl), which differ behind NAT or a container's port mapping.
     peerNetwork: (peers) => {
-      const addr = parseWsUrl(self.peerUrl, 'peerUrl');
+      const addr = parseWsUrl(self.listenPeerUrl, 'listenPeerUrl');
       return new PeerTransport({
         clusterId: config.clusterId,
         selfId: id,
@@ -40,7 +42,7 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
       });
     },
     clientPort: (handlers) => {
-      const addr = parseWsUrl(self.clientUrl, 'clientUrl');
+      const addr = parseWsUrl(self.listenClientUrl, 'listenClientUrl');
       let port: ClientServer | null = null;
       const http = handlers.http?.({ holdAddressSlot: (r) => port!.holdAddressSlot(r), coolOffAddress: (r, ms) => port!.coolOffAddress(r, ms) });
       port = new ClientServer({
@@ -55,7 +57,7 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
       });
       return port;
     },
-    opsPort: (node) => (self.httpUrl ? new NodeOps({ httpUrl: self.httpUrl, logger, node }) : null),
+    opsPort: (node) => (self.listenHttpUrl ? new NodeOps({ httpUrl: self.listenHttpUrl, logger, node }) : null),
     join: (urls) => joinCluster(urls, { id, peerUrl: self.peerUrl, clientUrl: self.clientUrl }, logger, joinCredentials),
   };
 }

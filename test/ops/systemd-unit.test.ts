@@ -26,7 +26,7 @@ test('systemd-analyze verify accepts the unit template', { skip: analyze.status 
 
 test('the unit runs one node by its instance name and lets an operator act on a refusal to start', () => {
   const unit = readFileSync(UNIT, 'utf8');
-  assert.match(unit, /^ExecStart=\/usr\/bin\/node \/opt\/palisade\/bin\/palisade\.mjs serve --config \/etc\/palisade\/cluster\.config\.json --id %i$/m);
+  assert.match(unit, /^ExecStart=\/usr\/bin\/node \/opt\/palisade\/node_modules\/palisade-server\/bin\/palisade\.mjs serve --config \/etc\/palisade\/cluster\.config\.json --id %i$/m);
   assert.match(unit, /^KillSignal=SIGTERM$/m);
   assert.match(unit, /^RestartPreventExitStatus=1 64$/m);
   assert.match(unit, /^ReadWritePaths=\/var\/lib\/palisade$/m);

@@ -23,3 +23,19 @@ export function palisadeAt(endpoints: readonly string[], args: readonly string[]
   );
   return { p, done, output: () => out, errors: () => err };
 }
+
+/** `palisade ...ARGS` run to its end (killed after `timeoutMs`, which then shows as a signal). */
+export function runPalisade(args: readonly string[], timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
+  const p = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) =>
+    p.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, out, err });
+    }),
+  );
+}

@@ -196,7 +196,8 @@ const VALID_CONFIGS: unknown[] = [
     clusterId: 'secure',
     secret: 'a-secret-of-enough-length-0123',
     nodes: [{ id: 'n1', peerUrl: 'wss://10.0.0.1:7101', clientUrl: 'wss://10.0.0.1:7001', dataDir: '/var/lib/palisade' }],
-    sessions: { minTtlMs: 1000 },
+    // Hosts on a network: the lan profile's 1 s election timeout, so TTLs from 2 s.
+    sessions: { minTtlMs: 2000 },
     auth: { tokens: [{ name: 'jobs', token: 'jobs-token-0123456789', prefixes: ['jobs/'], readOnly: false }, { name: 'ops', token: 'ops-token-0123456789ab', admin: true }] },
     tls: { peer: { cert: 'certs/{id}.crt', key: 'certs/{id}.key', ca: 'certs/ca.crt', requireClientCert: true }, client: { cert: 'c.crt', key: 'c.key' } },
     limits: { maxFrameBytes: 65536, requestsPerSecond: 50, maxNameBytes: 128 },
