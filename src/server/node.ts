@@ -316,7 +316,7 @@ export class PalisadeNode {
       ...clientPortTls(this.cfg, this.id),
       logger: this.log,
       onConnection: (conn) => this.onClientConnection(conn),
-      onHttpRequest: new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: this.cfg.limits, logger: this.log, holdSlot: (r) => this.clients.holdAddressSlot(r), coolOff: (r, ms) => this.clients.coolOffAddress(r, ms) }).handle,
+      onHttpRequest: new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: this.cfg.limits, logger: this.log, holdSlot: (r) => this.clients.holdAddressSlot(r), coolOff: (r, ms) => this.clients.coolOffAddress(r, ms), clusterId: this.cfg.clusterId }).handle,
     });
     await this.clients.start();
 
