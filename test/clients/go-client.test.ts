@@ -4,7 +4,6 @@
 // client port requires client certificates from a private CA and a bearer token. Skipped,
 // saying so, only when there is no `go` (.ci/run installs Debian's golang-go).
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,24 +11,10 @@ import { after, before, describe, it } from 'node:test';
 import { ROOT, TestCluster } from '../support/cluster.js';
 import { makePki, type TestPki } from '../security/certs.js';
 import { httpBase } from '../http/http-client.js';
+import { captured } from '../support/captured.js';
+import { goEnv, haveGo } from '../support/go.js';
 
-export const haveGo = spawnSync('go', ['version']).status === 0;
 if (!haveGo) console.log('# the Go client tests are skipped: no `go` on PATH (apt-get install golang-go)');
-
-/** An environment in which `go` works offline and as root: module mode, caches in `dir`. */
-export function goEnv(dir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, GOFLAGS: '-mod=mod', GOCACHE: join(dir, 'gocache'), GOPATH: join(dir, 'gopath'), GOPROXY: 'off', GOTOOLCHAIN: 'local', CGO_ENABLED: '0', ...extra };
-}
-
-/** Runs a shell command in clients/go; its exit code and output. */
-async function inModule(command: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
-  const p = spawn('sh', ['-c', command], { cwd: join(ROOT, 'clients/go'), env });
-  let out = '';
-  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const code = await new Promise<number | null>((r) => p.on('exit', r));
-  return { code, out };
-}
 
 const TOKEN = 'go-client-test-token-0123456789ab';
 
@@ -73,7 +58,7 @@ describe('the Go client', { skip: !haveGo && 'no `go` on PATH', timeout: 600_000
       PALISADE_ROGUE_CA: pki.rogueCa,
       PALISADE_TOKEN: TOKEN,
     });
-    const { code, out } = await inModule('go vet ./... && go test -count=1 -v ./...', env);
+    const { code, out } = await captured('sh', ['-c', 'go vet ./... && go test -count=1 -v ./...'], { cwd: join(ROOT, 'clients/go'), env });
     assert.equal(code, 0, out);
     assert.doesNotMatch(out, /--- SKIP/, out);
     assert.match(out, /--- PASS: TestLeaderSIGKILLWhileHoldingAndWaiting/);

@@ -3,24 +3,20 @@
 // SIGKILLs the leader while it holds a lock, last), and its TLS tests against a cluster whose
 // client port requires client certificates from a private CA.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, TestCluster } from '../support/cluster.js';
 import { makePki, type TestPki } from '../security/certs.js';
+import { captured, type Captured } from '../support/captured.js';
 import { httpBase } from './http-client.js';
 
 const python = spawnSync('python3', ['-c', 'import sys; assert sys.version_info >= (3, 9)']).status === 0;
 const skip = !python && 'needs python3 >= 3.9';
 
 /** Runs `python3 -m unittest -v MODULES` in clients/python; its exit code and output. */
-async function unittest(modules: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const p = spawn('python3', ['-m', 'unittest', '-v', ...modules], { cwd: join(ROOT, 'clients/python'), env: { ...process.env, ...env } });
-  let out = '';
-  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const code = await new Promise<number | null>((r) => p.on('exit', r));
-  return { code, out };
+function unittest(modules: string[], env: Record<string, string>): Promise<Captured> {
+  return captured('python3', ['-m', 'unittest', '-v', ...modules], { cwd: join(ROOT, 'clients/python'), env: { ...process.env, ...env } });
 }
 
 describe('the Python client', { skip, timeout: 300_000 }, () => {
