@@ -152,8 +152,10 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	floor := e.s.c.indexFloor()
 	token, err := e.campaignOn(ctx, value, t)
 	if err == nil {
-		if err = e.s.c.checkToken(token, floor, "leadership of "+e.name); err != nil {
-			_ = e.s.untilAnswered(context.Background(), "/v1/election/resign", map[string]any{"election": e.name, "token": uintString(token)}, nil, ErrNotHolder, ErrConflict)
+		if err = e.s.c.checkToken(token, floor, "leadership of "+e.name); err != nil { // past the grace, in the background
+			gctx, cancel := context.WithTimeout(context.Background(), WithdrawGrace)
+			_ = e.s.untilAnswered(gctx, "/v1/election/resign", map[string]any{"election": e.name, "token": uintString(token)}, nil, ErrNotHolder, ErrConflict)
+			cancel()
 		}
 	}
 	if err != nil {

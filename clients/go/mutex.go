@@ -182,8 +182,10 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool) error {
 	token, err := m.acquireOn(ctx, blocking, t)
 	if err == nil {
 		err = m.s.c.checkToken(token, floor, "lock "+m.name)
-		if err != nil {
-			_ = m.s.untilAnswered(context.Background(), "/v1/lock/release", map[string]any{"name": m.name, "token": uintString(token)}, nil, ErrNotHolder)
+		if err != nil { // give back what it was told of; past the grace, in the background
+			gctx, cancel := context.WithTimeout(context.Background(), WithdrawGrace)
+			_ = m.s.untilAnswered(gctx, "/v1/lock/release", map[string]any{"name": m.name, "token": uintString(token)}, nil, ErrNotHolder)
+			cancel()
 		}
 	}
 	if err != nil {

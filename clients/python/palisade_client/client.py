@@ -475,6 +475,11 @@ class Client:
         finally:
             s.settle(seq)
 
+    def _give_back(self, s: Session, path: str, fields: Mapping[str, Any]) -> None:
+        """Releases (or resigns) a grant the caller will not get, in the background, so that
+        the caller's error is not held up by it."""
+        threading.Thread(target=self._until_answered, args=(s, path, fields, (NotHolder, Conflict)), name="palisade-give-back", daemon=True).start()
+
     # ---- locks ----------------------------------------------------------------------------
 
     def lock(self, name: str, wait: Optional[float] = None, mode: str = "exclusive", limit: Optional[int] = None) -> Lock:
@@ -523,7 +528,7 @@ class Client:
                 try:
                     self._check_token(token, floor, f"lock {lock.name!r}")
                 except TokenRegression:
-                    self._until_answered(s, "/v1/lock/release", {"name": lock.name, "token": str(token)}, (NotHolder,))
+                    self._give_back(s, "/v1/lock/release", {"name": lock.name, "token": str(token)})
                     raise
                 lock.token = token
                 lock.lost = _Lost(s)
@@ -715,7 +720,7 @@ class Client:
             try:
                 self._check_token(token, floor, f"leadership of {election!r}")
             except TokenRegression:
-                self._until_answered(s, "/v1/election/resign", {"election": election, "token": str(token)}, (NotHolder, Conflict))
+                self._give_back(s, "/v1/election/resign", {"election": election, "token": str(token)})
                 raise
             lead = Leadership(self, s, election, token, value, turn)
             leading = True
