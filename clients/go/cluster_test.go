@@ -21,14 +21,19 @@ import (
 	"time"
 )
 
-func clusterEndpoints(t *testing.T) []string {
+// endpointsFrom is the comma-separated list in env, the test skipped when env or any of
+// the other variables it needs is not set.
+func endpointsFrom(t *testing.T, env string, needs ...string) []string {
 	t.Helper()
-	e := os.Getenv("PALISADE_ENDPOINTS")
-	if e == "" {
-		t.Skip("PALISADE_ENDPOINTS is not set")
+	for _, v := range append([]string{env}, needs...) {
+		if os.Getenv(v) == "" {
+			t.Skipf("%s is not set", v)
+		}
 	}
-	return strings.Split(e, ",")
+	return strings.Split(os.Getenv(env), ",")
 }
+
+func clusterEndpoints(t *testing.T) []string { return endpointsFrom(t, "PALISADE_ENDPOINTS") }
 
 func unique(prefix string) string { return fmt.Sprintf("go/%s/%08x", prefix, randomIntn(1<<31)) }
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
-	"sync"
 	"time"
 )
 
@@ -78,62 +78,26 @@ func (c *Client) Observe(ctx context.Context, election string) <-chan LeaderStat
 }
 
 // Election is one session's candidacy in an election: Campaign until it leads, Proclaim
-// a value, Resign. Within a session, campaigns of one election take turns.
+// a value, Resign. Within a session, campaigns of one election take turns. Token is the
+// epoch of the current leadership (0 before the first); Lost is closed whenever this
+// session does not lead, or can no longer be sure it does.
 type Election struct {
-	s    *Session
-	name string
-
-	mu    sync.Mutex
-	token uint64
+	held
+	s     *Session
+	name  string
 	value string
-	turn  *turn
-	lost  chan struct{}
-	once  *sync.Once
 }
 
 // NewElection is a handle on election name for the session.
 func NewElection(s *Session, name string) *Election {
-	return &Election{s: s, name: name, lost: closedChan(), once: &sync.Once{}}
+	return &Election{held: newHeld(), s: s, name: name}
 }
 
 // Name of the election.
 func (e *Election) Name() string { return e.name }
 
-// Token is the epoch of the current leadership (0 when not leading).
-func (e *Election) Token() uint64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.token
-}
-
 // Fence of writes guarded by this leadership.
 func (e *Election) Fence() Fence { return Fence{Lock: e.name, Token: e.Token()} }
-
-// Lost is closed whenever this session does not lead, or can no longer be sure it does.
-func (e *Election) Lost() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.lost
-}
-
-func (e *Election) markLost() {
-	e.mu.Lock()
-	lost, once := e.lost, e.once
-	e.mu.Unlock()
-	once.Do(func() { close(lost) })
-}
-
-func (e *Election) sessionLost(error) {
-	e.markLost()
-	e.mu.Lock()
-	t := e.turn
-	e.mu.Unlock()
-	if t != nil {
-		t.giveBack()
-	}
-}
-
-func (e *Election) fencedOut() { e.markLost() }
 
 // Campaign stands the session as a candidate with value and returns once it leads, or
 // when ctx ends (ErrLockTimeout; the candidacy is withdrawn, and a leadership won
@@ -162,8 +126,9 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		t.giveBackUnlessHandedOff()
 		return err
 	}
+	e.install(token, t)
 	e.mu.Lock()
-	e.token, e.value, e.turn, e.lost, e.once = token, value, t, make(chan struct{}), &sync.Once{}
+	e.value = value
 	e.mu.Unlock()
 	if !e.s.attach(e) {
 		e.sessionLost(nil)
@@ -260,29 +225,7 @@ func (e *Election) withdraw(campaign map[string]any, seq int64, t *turn) bool {
 			e.s.settle(seq, 1)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), WithdrawGrace)
-	done := takeBack(ctx)
-	cancel()
-	if done {
-		settle()
-		return true
-	}
-	e.s.c.cfg.logf("palisade: election %q: the cluster did not confirm the withdrawal in time; withdrawing in the background", e.name)
-	t.handedOff.Store(true)
-	go func() {
-		defer t.giveBack()
-		defer settle()
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), e.s.c.cfg.RequestTimeout)
-			ok := takeBack(ctx)
-			cancel()
-			if ok {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	return false
+	return e.s.withdrawWithin(fmt.Sprintf("election %q", e.name), t, takeBack, settle)
 }
 
 // Proclaim changes the value observers see; ErrNotHolder (and Lost) when no longer leading.
@@ -302,14 +245,10 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 // Resign steps down: retried until the cluster answers, the session is over, or ctx ends
 // (then it goes on in the background). Not leading: nothing to do.
 func (e *Election) Resign(ctx context.Context) error {
-	e.mu.Lock()
-	t, token := e.turn, e.token
-	e.turn = nil
-	e.mu.Unlock()
+	t, token := e.giveUp()
 	if t == nil {
 		return nil
 	}
-	e.markLost()
 	e.s.detach(e)
 	if e.s.Err() != nil {
 		t.giveBack()

@@ -3,7 +3,7 @@ package palisade
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"time"
 )
 
@@ -48,57 +48,34 @@ func (f Fence) Fence() Fence { return f }
 // turns (first come, first served) before they reach the cluster: the cluster answers a
 // second acquire of a name the session holds with the same grant and token, so a second
 // holder would be a lie (its Unlock would free the first one's lock).
+//
+// Token is the fencing token of the current grant (0 before the first): the log index of
+// the entry that granted it. It only grows, cluster-wide; send it with every write the lock
+// protects. Lost is closed whenever the mutex does not hold the lock or can no longer be
+// sure it does: its session's safe deadline passed or the session ended, it was unlocked,
+// or a write fenced by it was refused.
 type Mutex struct {
+	held
 	s     *Session
 	name  string
 	mode  string
 	limit int
-
-	mu    sync.Mutex
-	token uint64
-	turn  *turn
-	lost  chan struct{}
-	once  *sync.Once
 }
 
 // NewMutex is a handle on lock name for the session; nothing is asked of the cluster yet.
 func NewMutex(s *Session, name string, opts ...MutexOption) *Mutex {
-	m := &Mutex{s: s, name: name, mode: "exclusive", lost: closedChan(), once: &sync.Once{}}
+	m := &Mutex{held: newHeld(), s: s, name: name, mode: "exclusive"}
 	for _, o := range opts {
 		o(m)
 	}
 	return m
 }
 
-func closedChan() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}
-
 // Name of the lock.
 func (m *Mutex) Name() string { return m.name }
 
-// Token is the fencing token of the current grant (0 before the first): the log index of
-// the entry that granted it. It only grows, cluster-wide; send it with every write the
-// lock protects.
-func (m *Mutex) Token() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.token
-}
-
 // Fence of writes guarded by this lock.
 func (m *Mutex) Fence() Fence { return Fence{Lock: m.name, Token: m.Token()} }
-
-// Lost is closed whenever the mutex does not hold the lock or can no longer be sure it
-// does: its session's safe deadline passed or the session ended, it was unlocked, or a
-// write fenced by it was refused.
-func (m *Mutex) Lost() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lost
-}
 
 // Held reports whether the mutex holds the lock, checking the session's deadline now.
 func (m *Mutex) Held() bool {
@@ -112,25 +89,6 @@ func (m *Mutex) Held() bool {
 		return true
 	}
 }
-
-func (m *Mutex) markLost() {
-	m.mu.Lock()
-	lost, once := m.lost, m.once
-	m.mu.Unlock()
-	once.Do(func() { close(lost) })
-}
-
-func (m *Mutex) sessionLost(error) {
-	m.markLost()
-	m.mu.Lock()
-	t := m.turn
-	m.mu.Unlock()
-	if t != nil {
-		t.giveBack()
-	}
-}
-
-func (m *Mutex) fencedOut() { m.markLost() }
 
 // Lock acquires the lock, waiting in the cluster's FIFO queue until it is granted or ctx
 // ends (ErrLockTimeout, which also matches ctx's error). Nothing is left held or queued
@@ -160,10 +118,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool) error {
 	if m.Held() {
 		return newError("INVALID_ARGUMENT", "this Mutex already holds %q: unlock it first", m.name)
 	}
-	m.mu.Lock()
-	stale := m.turn != nil
-	m.mu.Unlock()
-	if stale {
+	if m.holdsTurn() {
 		_ = m.Unlock(ctx) // lost meanwhile (fenced): released as Unlock would
 	}
 	if err := m.s.Err(); err != nil {
@@ -192,9 +147,7 @@ func (m *Mutex) acquire(ctx context.Context, blocking bool) error {
 		t.giveBackUnlessHandedOff()
 		return err
 	}
-	m.mu.Lock()
-	m.token, m.turn, m.lost, m.once = token, t, make(chan struct{}), &sync.Once{}
-	m.mu.Unlock()
+	m.install(token, t)
 	if !m.s.attach(m) {
 		m.sessionLost(nil)
 		return m.s.Err()
@@ -308,43 +261,17 @@ func (m *Mutex) withdraw(body map[string]any, seq int64, seqs int, t *turn) bool
 		err = m.s.send(ctx, "/v1/lock/release", map[string]any{"name": m.name, "token": uintString(uint64(r.Token))}, release, 0, nil)
 		return err == nil || errors.Is(err, ErrNotHolder) || errors.Is(err, ErrSessionExpired)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), WithdrawGrace)
-	done := takeBack(ctx)
-	cancel()
-	if done {
-		m.s.settle(seq, seqs)
-		return true
-	}
-	m.s.c.cfg.logf("palisade: lock %q: the cluster did not confirm the withdrawal in time; withdrawing in the background", m.name)
-	t.handedOff.Store(true)
-	go func() {
-		defer t.giveBack()
-		defer m.s.settle(seq, seqs)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), m.s.c.cfg.RequestTimeout)
-			ok := takeBack(ctx)
-			cancel()
-			if ok {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	return false
+	return m.s.withdrawWithin(fmt.Sprintf("lock %q", m.name), t, takeBack, func() { m.s.settle(seq, seqs) })
 }
 
 // Unlock releases the lock: retried with its seq until the cluster answers, the session
 // is over (which frees it too) or ctx ends (then it goes on in the background). A mutex
 // that is not held, or already lost, is unlocked quietly.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	m.mu.Lock()
-	t, token := m.turn, m.token
-	m.turn = nil
-	m.mu.Unlock()
+	t, token := m.giveUp()
 	if t == nil {
 		return nil
 	}
-	m.markLost()
 	m.s.detach(m)
 	if m.s.Err() != nil {
 		t.giveBack()

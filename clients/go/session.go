@@ -444,3 +444,33 @@ func (s *Session) untilAnswered(ctx context.Context, path string, fields map[str
 	}()
 	return err
 }
+
+// withdrawWithin runs takeBack (a withdrawal of a request whose outcome is unknown) for at
+// most WithdrawGrace. Confirmed: settle runs, true. Otherwise it goes on in the background
+// (each try bounded by RequestTimeout) while keeping t, the session's turn on the name,
+// which it gives back when done, after settle: false.
+func (s *Session) withdrawWithin(what string, t *turn, takeBack func(context.Context) bool, settle func()) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), WithdrawGrace)
+	done := takeBack(ctx)
+	cancel()
+	if done {
+		settle()
+		return true
+	}
+	s.c.cfg.logf("palisade: %s: the cluster did not confirm the withdrawal in time; withdrawing in the background", what)
+	t.handedOff.Store(true)
+	go func() {
+		defer t.giveBack()
+		defer settle()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), s.c.cfg.RequestTimeout)
+			ok := takeBack(ctx)
+			cancel()
+			if ok {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return false
+}

@@ -15,12 +15,7 @@ import (
 )
 
 func tlsCluster(t *testing.T) []string {
-	t.Helper()
-	e := os.Getenv("PALISADE_TLS_ENDPOINTS")
-	if e == "" || os.Getenv("PALISADE_TOKEN") == "" {
-		t.Skip("PALISADE_TLS_ENDPOINTS and PALISADE_TOKEN are not set")
-	}
-	return strings.Split(e, ",")
+	return endpointsFrom(t, "PALISADE_TLS_ENDPOINTS", "PALISADE_TOKEN", "PALISADE_CA", "PALISADE_CERT", "PALISADE_KEY", "PALISADE_ROGUE_CA")
 }
 
 // withTLS configures a client with the CA, the client certificate and the token.

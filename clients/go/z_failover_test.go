@@ -14,10 +14,7 @@ import (
 )
 
 func TestLeaderSIGKILLWhileHoldingAndWaiting(t *testing.T) {
-	eps := clusterEndpoints(t)
-	if os.Getenv("PALISADE_PIDS") == "" {
-		t.Skip("PALISADE_PIDS is not set")
-	}
+	eps := endpointsFrom(t, "PALISADE_ENDPOINTS", "PALISADE_PIDS")
 	pids := map[string]int{}
 	for _, p := range strings.Split(os.Getenv("PALISADE_PIDS"), ",") {
 		id, pid, _ := strings.Cut(p, ":")

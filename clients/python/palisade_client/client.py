@@ -119,6 +119,18 @@ class _Turn:
             self.give_back()
 
 
+def _end_block(end: Callable[[], None], exc: Optional[BaseException], what: str) -> None:
+    """The end of a `with` block that holds something: `end` it. If the block raised, its
+    exception is the one worth reporting: a failure of `end` is logged, not raised."""
+    if exc is None:
+        end()
+        return
+    try:
+        end()
+    except Exception:
+        log.warning("%s after the block raised failed", what, exc_info=True)
+
+
 def _fence_fields(fence: "FenceLike") -> Dict[str, str]:
     if isinstance(fence, (Lock, Leadership)):
         return fence.fence
@@ -186,14 +198,7 @@ class Lock:
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
-        if exc is None:
-            self.release()
-            return
-        # The block's exception is the one worth reporting: a failed release is logged.
-        try:
-            self.release()
-        except Exception:
-            log.warning("releasing %r after the block raised failed", self.name, exc_info=True)
+        _end_block(self.release, exc, f"releasing {self.name!r}")
 
     def _session_ended(self, reason: PalisadeError) -> None:
         self.lost.set()
@@ -249,13 +254,7 @@ class Leadership:
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
-        if exc is None:
-            self.resign()
-            return
-        try:
-            self.resign()
-        except Exception:
-            log.warning("resigning %r after the block raised failed", self.election, exc_info=True)
+        _end_block(self.resign, exc, f"resigning {self.election!r}")
 
     def _session_ended(self, reason: PalisadeError) -> None:
         self.lost.set()
@@ -628,22 +627,7 @@ class Client:
                         s.settle(release)
             return True
 
-        if take_back(time.monotonic() + WITHDRAW_GRACE):
-            s.settle(seq, seqs)
-            return True
-        log.warning("lock %r: the cluster did not confirm the withdrawal in time; withdrawing in the background", name)
-        turn.handed_off = True
-
-        def in_background() -> None:
-            try:
-                while not take_back(time.monotonic() + self._request_timeout):
-                    time.sleep(0.05)
-            finally:
-                s.settle(seq, seqs)
-                turn.give_back()
-
-        threading.Thread(target=in_background, name=f"palisade-withdraw-{name}", daemon=True).start()
-        return False
+        return self._withdraw_within(f"lock {name!r}", turn, take_back, lambda: s.settle(seq, seqs))
 
     def _release(self, lock: Lock) -> None:
         with lock._guard:
@@ -784,10 +768,17 @@ class Client:
             if campaign is not None:
                 s.settle(seq)
 
+        return self._withdraw_within(f"election {election!r}", turn, take_back, settle)
+
+    def _withdraw_within(self, what: str, turn: _Turn, take_back: Callable[[float], bool], settle: Callable[[], None]) -> bool:
+        """Runs take_back (a withdrawal of a request whose outcome is unknown; its argument is
+        a deadline) for at most WITHDRAW_GRACE. Confirmed: settle runs, True. Otherwise it
+        goes on in the background (each try bounded by the request timeout) keeping `turn`,
+        which it gives back when done, after settle: False."""
         if take_back(time.monotonic() + WITHDRAW_GRACE):
             settle()
             return True
-        log.warning("election %r: the cluster did not confirm the withdrawal in time; withdrawing in the background", election)
+        log.warning("%s: the cluster did not confirm the withdrawal in time; withdrawing in the background", what)
         turn.handed_off = True
 
         def in_background() -> None:
@@ -798,7 +789,7 @@ class Client:
                 settle()
                 turn.give_back()
 
-        threading.Thread(target=in_background, name=f"palisade-withdraw-{election}", daemon=True).start()
+        threading.Thread(target=in_background, name="palisade-withdraw", daemon=True).start()
         return False
 
     def leader(self, election: str) -> Leader:

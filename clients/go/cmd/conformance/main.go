@@ -258,9 +258,17 @@ func within(d time.Duration, f func(ctx context.Context) error) error {
 }
 
 func (r *run) step(s step) error {
-	switch op := s.str("op"); op {
+	op := s.str("op")
+	var a *actor
+	if s.has("actor") && op != "open" {
+		var err error
+		if a, err = r.actor(s); err != nil {
+			return err
+		}
+	}
+	switch op {
 	case "open":
-		a := &actor{ttl: 10 * time.Second, label: "conformance-" + s.str("actor"), locks: map[string]*palisade.Mutex{}, leads: map[string]*palisade.Election{}}
+		a = &actor{ttl: 10 * time.Second, label: "conformance-" + s.str("actor"), locks: map[string]*palisade.Mutex{}, leads: map[string]*palisade.Election{}}
 		if s.has("ttlMs") {
 			a.ttl = time.Duration(s.num("ttlMs")) * time.Millisecond
 		}
@@ -282,10 +290,6 @@ func (r *run) step(s step) error {
 		_, err = a.session()
 		return err
 	case "acquire":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		t0 := time.Now()
 		o, err := r.acquire(a, s)
 		if err != nil {
@@ -302,10 +306,6 @@ func (r *run) step(s step) error {
 	case "acquireAsync":
 		return r.async(s, r.acquire)
 	case "campaign":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		o, err := r.campaign(a, s)
 		if err != nil {
 			return err
@@ -324,10 +324,6 @@ func (r *run) step(s step) error {
 		}
 		return r.expect(s, res.o)
 	case "try":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		sess, err := a.session()
 		if err != nil {
 			return err
@@ -344,28 +340,16 @@ func (r *run) step(s step) error {
 		a.locks[name] = m
 		return r.expect(s, outcome{"granted", m.Token()})
 	case "release":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		if m := a.locks[r.name(s.str("lock"))]; m != nil {
 			return within(10*time.Second, m.Unlock)
 		}
 		return nil
 	case "resign":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		if e := a.leads[r.name(s.str("election"))]; e != nil {
 			return within(10*time.Second, e.Resign)
 		}
 		return nil
 	case "lost", "held":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		m := a.locks[r.name(s.str("lock"))]
 		if m == nil {
 			return failure("no lock " + s.str("lock"))
@@ -402,10 +386,6 @@ func (r *run) step(s step) error {
 			return (!s.has("holders") || len(info.Holders) == int(s.num("holders"))) && (!s.has("waiters") || len(info.Waiters) == int(s.num("waiters")))
 		}, func() string { return "lock state: saw " + last })
 	case "put":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		sess, err := a.session()
 		if err != nil {
 			return err
@@ -436,10 +416,6 @@ func (r *run) step(s step) error {
 		a, b := r.vars[s.str("a")], r.vars[s.str("b")]
 		return check(a > 0 && b > 0 && a > b, "%s=%d is not greater than %s=%d", s.str("a"), a, s.str("b"), b)
 	case "observe":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		election := r.name(s.str("election"))
 		r.collect(s.str("task"), a, func(ctx context.Context, add func(key, value *string)) {
 			for st := range a.c.Observe(ctx, election) {
@@ -449,10 +425,6 @@ func (r *run) step(s step) error {
 		})
 		return nil
 	case "watch":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
 		prefix := r.name(s.str("prefix"))
 		r.collect(s.str("task"), a, func(ctx context.Context, add func(key, value *string)) {
 			for e := range a.c.Watch(ctx, prefix, palisade.WithExistingKeys()) {
@@ -475,11 +447,7 @@ func (r *run) step(s step) error {
 		_, err := post("/restart")
 		return err
 	case "pause", "resume":
-		a, err := r.actor(s)
-		if err != nil {
-			return err
-		}
-		_, err = post("/relay/" + op + "?relay=" + url.QueryEscape(a.relay))
+		_, err := post("/relay/" + op + "?relay=" + url.QueryEscape(a.relay))
 		return err
 	default:
 		return failure("unknown op " + op)
