@@ -26,8 +26,8 @@ def name(prefix: str) -> str:
 
 
 def holders(c: Client, n: str) -> List[int]:
-    """The tokens `n` is held with. (Reads the answer of clients before 0.1.0 too, a dict
-    with tokens as strings, so that this file shows what they got wrong.)"""
+    """The tokens `n` is held with. (Reads the earlier, untyped client's answer too, a dict
+    with tokens as strings, so that this file also shows what that client got wrong.)"""
     info: Any = c.get(n)
     found = info["holders"] if isinstance(info, dict) else info.holders
     return [int(h["token"]) if isinstance(h, dict) else h.token for h in found]
