@@ -68,6 +68,15 @@ describe('the Python client package', { skip: !python && 'needs python3 >= 3.9 w
     assert.match(out, /^report written under token \d+$/m);
   });
 
+  it('installs offline into a virtualenv of Debian\'s Python that sees its setuptools and wheel', { skip: !existsSync('/usr/bin/python3') && 'no /usr/bin/python3' }, () => {
+    const where = join(dir, 'debian');
+    cpSync(join(dir, 'clients'), join(where, 'clients'), { recursive: true, filter: (src) => !/(\/build|\.egg-info|__pycache__|\/dist)$/.test(src) });
+    const lines = blocks('sh')[2]!.split('\n').map((l) => l.trim()).filter(Boolean);
+    assert.deepEqual(lines.map((l) => l.split(' ')[0]), ['/usr/bin/python3', '.venv/bin/pip']);
+    for (const line of lines) sh(line, where, offlineEnv());
+    sh('.venv/bin/python -c "import palisade_client"', where, offlineEnv());
+  });
+
   it('builds a wheel with py.typed and the licence', () => {
     const command = README.split('\n').find((l) => l.includes('pip wheel'))!.match(/`([^`]*pip wheel[^`]*)`/)![1]!;
     sh(command, dir, offlineEnv());
