@@ -242,7 +242,7 @@ export class PalisadeNode {
     this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, clock: this.clock });
     this.clients = deps.clientPort({
       onConnection: (conn) => serveConnection(conn, this.gate, (g, r, sink) => this.dispatch.serve(g, r, sink), this.subs),
-      http: (port) => new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: cfg.limits, logger: this.log, holdSlot: (r) => port.holdAddressSlot(r), coolOff: (r, ms) => port.coolOffAddress(r, ms) }).handle,
+      http: (port) => new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: cfg.limits, logger: this.log, holdSlot: (r) => port.holdAddressSlot(r), coolOff: (r, ms) => port.coolOffAddress(r, ms), clusterId: cfg.clusterId }).handle,
     });
     this.ops = deps.opsPort({ id: this.id, config: cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.store, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.clock.now()), diverged: () => this.digests.diverged() });
     this.listenToPeers();

@@ -49,6 +49,9 @@ export interface HttpApiOptions {
   readonly holdSlot?: (remote: string) => (() => void) | null;
   /** Refuses `remote`'s new connections for `ms` (ClientServer.coolOffAddress). */
   readonly coolOff?: (remote: string, ms: number) => void;
+  /** Sent as `Palisade-Cluster-Id` on every answer: clients pin the cluster they first saw
+   *  and refuse a node that answers for another (DESIGN.md, "The client SDK"). */
+  readonly clusterId?: string;
 }
 
 export class HttpApi {
@@ -78,6 +81,8 @@ export class HttpApi {
   /** The client port's handler for plain HTTP requests. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const socket = req.socket;
+    // Before any answer is written, refusals included (writeHead merges it in).
+    if (this.opts.clusterId !== undefined) res.setHeader('palisade-cluster-id', this.opts.clusterId);
     // Requests a connection pipelined after its last answer: never answered (that answer
     // says `Connection: close`), and the socket is read no further. Node parses the rest of
     // the chunk it holds, no more.

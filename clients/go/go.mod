@@ -1,0 +1,3 @@
+module palisade/client
+
+go 1.19
