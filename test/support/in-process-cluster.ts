@@ -1,0 +1,205 @@
+// A cluster of real PalisadeNodes in this process: the production node (Raft core, lock
+// machine, driver, forwarding, leases, dispatch, membership) over the in-memory store,
+// peer network and client port of src/inproc, on the system's clock. For suites that test
+// the server's logic rather than processes, sockets, signals, TLS or LevelDB (those keep
+// test/support/cluster.ts): it starts in milliseconds and needs no ports. The SDK reaches
+// it through `MemorySockets.WebSocket`, frame for frame as over ws.
+//
+// A node can be crashed (its in-flight writes lost, its links dropped without a word) and
+// restarted from what its disk held, its disk can be made slow or full, and links can be
+// cut both ways or one way.
+import pino, { type Logger } from 'pino';
+import { LockClient, type LockClientOptions } from '../../src/client/index.js';
+import { validateConfig, type ClusterConfig } from '../../src/config/cluster-config.js';
+import { MemorySockets } from '../../src/inproc/memory-client-port.js';
+import { MemoryNetwork, type Wire } from '../../src/inproc/memory-network.js';
+import { MemoryDisk, MemoryStore } from '../../src/inproc/memory-store.js';
+import type { NodeStatus, RequestBody } from '../../src/protocol/client-protocol.js';
+import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
+import { systemClock, type NodeClock } from '../../src/server/clock.js';
+import { PalisadeNode } from '../../src/server/node.js';
+import type { NodeDeps } from '../../src/server/node-deps.js';
+
+export interface InProcessOptions {
+  readonly nodes?: number;
+  /** Sections merged into the config (sessions, raft, snapshot, auth, limits ...). */
+  readonly config?: Record<string, unknown>;
+  /** Per node: sections merged into that node's own config (a rolling change). */
+  readonly perNode?: Record<string, Record<string, Record<string, unknown>>>;
+  /** Log to stderr at this level (default: silent). */
+  readonly logLevel?: string;
+}
+
+/** Links cut both ways (a partition) or one way, by "from>to". */
+class CuttableWire implements Wire {
+  readonly cut = new Set<string>();
+  connected(from: string, to: string): boolean {
+    return !this.cut.has(`${from}>${to}`);
+  }
+  carry(from: string, to: string, deliver: () => void): void {
+    if (this.connected(from, to)) setImmediate(deliver);
+  }
+  soon(fn: () => void): void {
+    setImmediate(fn);
+  }
+}
+
+export class InProcessCluster {
+  readonly ids: string[];
+  readonly disks = new Map<string, MemoryDisk>();
+  readonly nodes = new Map<string, PalisadeNode>();
+  readonly sockets = new MemorySockets({ carry: (_from, _to, deliver) => setImmediate(deliver) });
+  private readonly wire = new CuttableWire();
+  readonly net = new MemoryNetwork(this.wire);
+  private readonly clients: LockClient[] = [];
+  private readonly logger: Logger;
+
+  private constructor(
+    private readonly configs: ReadonlyMap<string, ClusterConfig>,
+    logLevel: string,
+  ) {
+    this.ids = [...configs.keys()];
+    for (const id of this.ids) this.disks.set(id, new MemoryDisk(id));
+    this.logger = pino({ level: logLevel }, pino.destination(2));
+  }
+
+  static async start(opts: InProcessOptions = {}): Promise<InProcessCluster> {
+    const n = opts.nodes ?? 3;
+    const nodes = Array.from({ length: n }, (_, i) => ({
+      id: `n${i + 1}`,
+      peerUrl: `ws://127.0.0.1:${17100 + i + 1}`,
+      clientUrl: `ws://127.0.0.1:${17000 + i + 1}`,
+      dataDir: `inproc/n${i + 1}`,
+    }));
+    const base: Record<string, unknown> = {
+      clusterId: 'palisade-inproc',
+      secret: 'in-process-cluster-secret-0123456789',
+      nodes,
+      raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 },
+      sessions: { defaultTtlMs: 10_000, minTtlMs: 600, maxTtlMs: 600_000, lockDelayMs: 0 },
+    };
+    for (const [section, values] of Object.entries(opts.config ?? {})) base[section] = { ...(base[section] as object | undefined), ...(values as object) };
+    const configs = new Map<string, ClusterConfig>();
+    for (const { id } of nodes) {
+      const own: Record<string, unknown> = { ...base };
+      for (const [section, values] of Object.entries(opts.perNode?.[id] ?? {})) own[section] = { ...(own[section] as object | undefined), ...values };
+      configs.set(id, validateConfig(own, process.cwd()));
+    }
+    const c = new InProcessCluster(configs, opts.logLevel ?? 'silent');
+    await Promise.all(c.ids.map((id) => c.startNode(id)));
+    await c.waitForLeader();
+    return c;
+  }
+
+  /** Starts (or restarts, from its disk) node `id`. */
+  async startNode(id: string): Promise<PalisadeNode> {
+    const config = this.configs.get(id)!;
+    const node = await PalisadeNode.open({ config, id, onFatal: () => this.nodes.delete(id) }, this.deps(id, config));
+    await node.start();
+    this.nodes.set(id, node);
+    return node;
+  }
+
+  private deps(id: string, config: ClusterConfig): NodeDeps {
+    const self = config.nodes.find((n) => n.id === id)!;
+    const clock: NodeClock = systemClock;
+    return {
+      clock,
+      logger: this.logger.child({ node: id }),
+      random: (n) => Math.floor(Math.random() * n),
+      openStore: async () => new MemoryStore(this.disks.get(id)!, clock),
+      peerNetwork: (peers) => this.net.endpoint(id, peers),
+      clientPort: (handlers) => this.sockets.port(self.clientUrl, (conn) => handlers.onConnection(conn)),
+      opsPort: () => null,
+      join: async () => {
+        throw new Error('an in-process node does not join with --join (add it with addMember and start it)');
+      },
+    };
+  }
+
+  /** Stops node `id` cleanly (SIGTERM). */
+  async stopNode(id: string): Promise<void> {
+    const node = this.nodes.get(id);
+    this.nodes.delete(id);
+    await node?.stop();
+  }
+
+  /** Node `id` crashes (SIGKILL): writes in flight are lost, links drop without a word. */
+  async crash(id: string): Promise<void> {
+    const node = this.nodes.get(id);
+    if (!node) return;
+    this.nodes.delete(id);
+    this.disks.get(id)!.crash();
+    await node.stop().catch(() => {}); // its timers and ports; the disk refuses its late writes
+  }
+
+  /** Cuts the links between `a` and every node of `b` (both ways unless `oneWay`). */
+  partition(a: string, b: readonly string[], oneWay = false): void {
+    for (const x of b) {
+      this.wire.cut.add(`${a}>${x}`);
+      if (!oneWay) this.wire.cut.add(`${x}>${a}`);
+    }
+    this.net.reconcile();
+  }
+
+  heal(): void {
+    this.wire.cut.clear();
+    this.net.reconcile();
+  }
+
+  url(id: string): string {
+    return this.configs.get(id)!.nodes.find((n) => n.id === id)!.clientUrl;
+  }
+
+  get endpoints(): string[] {
+    return this.ids.map((id) => this.url(id));
+  }
+
+  /** An SDK client of this cluster (closed by stop()). */
+  async client(options: Partial<LockClientOptions> = {}): Promise<LockClient> {
+    const client = await LockClient.connect({ endpoints: this.endpoints, WebSocket: this.sockets.WebSocket, ...options });
+    this.clients.push(client);
+    return client;
+  }
+
+  /** One request to node `id`, as the CLI's rpc sends it. */
+  rpc<T>(id: string, body: RequestBody, timeoutMs = 5_000): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const ws = new this.sockets.WebSocket(this.url(id));
+      const timer = setTimeout(() => (ws.close(), reject(new Error(`${id} did not answer within ${timeoutMs} ms`))), timeoutMs);
+      ws.addEventListener('open', () => ws.send(encodeFrame({ id: 1, ...body })));
+      ws.addEventListener('close', () => (clearTimeout(timer), reject(new Error(`${id} closed the connection`))));
+      ws.addEventListener('message', (ev) => {
+        const frame = decodeFrame(ev.data as Uint8Array) as { id?: number; ok: boolean; result?: T; error?: { code: string; message: string } };
+        if (frame.id !== 1) return;
+        clearTimeout(timer);
+        ws.close();
+        if (frame.ok) resolve(frame.result as T);
+        else reject(Object.assign(new Error(frame.error!.message), { code: frame.error!.code }));
+      });
+    });
+  }
+
+  status(id: string): NodeStatus | null {
+    return (this.nodes.get(id)?.status() as NodeStatus | undefined) ?? null;
+  }
+
+  /** Waits until the running nodes agree on a leader (not in `exclude`); returns it. */
+  async waitForLeader(timeoutMs = 10_000, exclude: readonly string[] = []): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const statuses = [...this.nodes.values()].map((n) => n.status());
+      const leaders = new Set(statuses.map((s) => s.leader));
+      const [leader] = leaders;
+      if (leaders.size === 1 && leader && !exclude.includes(leader) && statuses.some((s) => s.id === leader && s.role === 'leader')) return leader;
+      if (Date.now() > deadline) throw new Error(`no agreed leader within ${timeoutMs} ms: ${JSON.stringify(statuses.map((s) => [s.id, s.role, s.leader, s.term]))}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.clients.map((c) => c.close()));
+    await Promise.allSettled([...this.nodes.keys()].map((id) => this.stopNode(id)));
+  }
+}
+
