@@ -14,7 +14,8 @@ import type { ClientServerStats } from '../transport/client-server.js';
 import type { ClientConn, ClientConnEvents, ClientListener } from '../transport/contracts.js';
 
 /** How frames travel between the SDK and a node: `carry` delivers later (or never, when the
- *  simulator drops the connection), in order per direction. */
+ *  simulator drops the connection), in order per direction. `from` and `to` name the client
+ *  (its name) and the node's end (the node's client URL, then `URL#connection`). */
 export interface SocketWire {
   carry(from: string, to: string, deliver: () => void): void;
 }
@@ -42,10 +43,15 @@ export class MemorySockets {
 
   /** The WebSocket constructor an SDK client uses to reach these ports. */
   get WebSocket(): WebSocketConstructor {
+    return this.webSocketFor(`client-${++this.nextClient}`);
+  }
+
+  /** The same, for a client with a name the wire knows it by (the simulator's clients). */
+  webSocketFor(client: string): WebSocketConstructor {
     const sockets = this;
     return class extends MemoryClientSocket {
       constructor(url: string) {
-        super(url, sockets);
+        super(url, sockets, client);
       }
     };
   }
@@ -53,7 +59,7 @@ export class MemorySockets {
   /** @internal */
   dial(url: string, client: MemoryClientSocket): MemoryServerConn | null {
     const port = this.ports.get(url);
-    return port ? port.accept(client, `client-${++this.nextClient}`) : null;
+    return port ? port.accept(client, client.client) : null;
   }
 
   /** @internal */
@@ -72,8 +78,10 @@ export class MemoryClientSocket implements WebSocketLike {
   constructor(
     readonly url: string,
     private readonly sockets: MemorySockets,
+    /** Who dials: the wire carries this socket's frames from it. */
+    readonly client: string,
   ) {
-    sockets.carry('dial', url, () => {
+    sockets.carry(client, url, () => {
       if (this.readyState !== 0) return;
       this.server = sockets.dial(url, this);
       if (!this.server) {
@@ -98,14 +106,14 @@ export class MemoryClientSocket implements WebSocketLike {
     if (this.readyState !== OPEN || !this.server) return;
     const copy = new Uint8Array(data);
     const server = this.server;
-    this.sockets.carry(this.url, server.name, () => server.receive(copy));
+    this.sockets.carry(this.client, server.name, () => server.receive(copy));
   }
 
   close(): void {
     if (this.readyState === CLOSED) return;
     const server = this.server;
     this.closed();
-    if (server) this.sockets.carry(this.url, server.name, () => server.peerClosed());
+    if (server) this.sockets.carry(this.client, server.name, () => server.peerClosed());
   }
 
   terminate(): void {
@@ -156,7 +164,7 @@ export class MemoryServerConn extends EventEmitter<ClientConnEvents> implements 
   send(frame: ServerFrame): boolean {
     if (!this.open) return false;
     const bytes = encodeFrame(frame);
-    this.port.carry(this.name, this.client.url, () => this.client.deliver(bytes));
+    this.port.carry(this.name, this.client.client, () => this.client.deliver(bytes));
     return true;
   }
 
@@ -164,7 +172,7 @@ export class MemoryServerConn extends EventEmitter<ClientConnEvents> implements 
   close(): void {
     if (!this.open) return;
     this.peerClosed();
-    this.port.carry(this.name, this.client.url, () => this.client.closed());
+    this.port.carry(this.name, this.client.client, () => this.client.closed());
   }
 
   /** @internal a frame from the SDK: decoded and validated as the ws port does. */

@@ -82,6 +82,11 @@ export class MemoryStore implements NodeStore {
 
   save(w: ReadyWrite): Promise<void> {
     return this.enqueue(() => {
+      // A snapshot from the leader replaces the whole log (as RaftStorage does).
+      if (w.snapshot) {
+        this.disk.snapshot = w.snapshot;
+        this.disk.entries.clear();
+      }
       if (w.hardState) this.disk.hardState = { ...w.hardState };
       if (w.entries.length > 0) {
         // Appending at index i replaces everything from i on (a new leader's log).
@@ -89,7 +94,7 @@ export class MemoryStore implements NodeStore {
         for (const i of [...this.disk.entries.keys()]) if (i >= from) this.disk.entries.delete(i);
         for (const e of w.entries) this.disk.entries.set(e.index, e);
       }
-      return w.entries.reduce((n, e) => n + e.data.length + 24, 16);
+      return w.entries.reduce((n, e) => n + e.data.length + 24, 16 + (w.snapshot?.data.length ?? 0));
     });
   }
 

@@ -92,6 +92,22 @@ for (const kind of KINDS) {
       await s.close();
     });
 
+    test('a snapshot sent by the leader, saved with a Ready, replaces the whole log', async () => {
+      const place = kind.fresh();
+      let s = await place.open();
+      await s.load();
+      await s.save({ hardState: { term: 1, vote: null, commit: 3 }, entries: [1, 2, 3].map((i) => entry(i, 1)) });
+      const snap: Snapshot = { meta: { index: 10, term: 2, conf: { voters: ['n1'], learners: [] } }, data: new Uint8Array([7]) };
+      await s.save({ hardState: { term: 2, vote: null, commit: 10 }, snapshot: snap, entries: [entry(11, 2)] });
+      await s.close();
+      s = await place.open();
+      const l = await s.load();
+      assert.equal(l.snapshot?.meta.index, 10);
+      assert.deepEqual(l.entries.map((e) => e.index), [11]);
+      assert.equal(l.hardState.commit, 10);
+      await s.close();
+    });
+
     test('the joining mark and the peers\' storage ids are durable', async () => {
       const place = kind.fresh();
       let s = await place.open();

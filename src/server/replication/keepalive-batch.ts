@@ -76,7 +76,12 @@ export class KeepAliveBatcher {
 /** One keepalive's answer out of the leader's answer to its batch. */
 function answerOne(ans: LeaseAnswer, i: number, session: number): Answer<'keepAlive'> {
   if (!ans.ok) return ans;
-  const ttlMs = ans.result.ttls[i];
-  if (ttlMs === undefined) return fail('INTERNAL', `the leader answered ${ans.result.ttls.length} keepalives of a batch longer than that`);
+  // The answer came over a peer link: a member of another version (or a buggy one) must not
+  // be able to end this process with a misshapen one.
+  const ttls: unknown = (ans.result as { ttls?: unknown } | undefined)?.ttls;
+  if (!Array.isArray(ttls)) return fail('INTERNAL', 'the leader answered a keepalive batch with something else');
+  const ttlMs: unknown = ttls[i];
+  if (ttlMs !== null && ttlMs !== undefined && typeof ttlMs !== 'number') return fail('INTERNAL', 'the leader answered a keepalive with something else');
+  if (ttlMs === undefined) return fail('INTERNAL', `the leader answered ${ttls.length} keepalives of a batch longer than that`);
   return ttlMs === null ? unknownSession(session) : answer('keepAlive', { ttlMs });
 }
