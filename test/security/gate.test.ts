@@ -84,7 +84,7 @@ describe('permissions', () => {
   test('a read-only token is refused exactly the ops that change state, a non-admin token exactly the cluster ops', () => {
     // The permission each op needs, spelled out: a change here is a change of who may do what.
     const changing = ['closeSession', 'acquire', 'release', 'cancelWait', 'campaign', 'proclaim', 'resign', 'put', 'delete', 'beginOp', 'completeOp'];
-    const adminOnly = ['addMember', 'removeMember', 'transferLeader', 'snapshot'];
+    const adminOnly = ['addMember', 'removeMember', 'transferLeader', 'snapshot', 'configure'];
     const anyName = { prefixes: null, readOnly: false, admin: false };
     const readOnly: Principal = { ...anyName, name: 'ro', readOnly: true };
     const plain: Principal = { ...anyName, name: 'plain' };
@@ -95,7 +95,7 @@ describe('permissions', () => {
       assert.equal(permissionProblem(plain, req)?.code, adminOnly.includes(op) ? 'PERMISSION_DENIED' : undefined, `non-admin ${op}`);
       assert.equal(permissionProblem(root, req), null, `admin ${op}`);
     }
-    assert.equal(OPS.length, 29);
+    assert.equal(OPS.length, 31);
   });
 
   test('every op says which names it touches', () => {

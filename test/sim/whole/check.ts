@@ -36,7 +36,7 @@ export interface Timeout {
 }
 
 /** Errors that a well-formed request under faults may meet; anything else is a bug. */
-const EXPECTED = /Unavailable|Timeout|SessionExpired|LockLost|Fenced|ClientClosed|InDoubt|LIMIT_EXCEEDED|LockTimeout|Conflict|NotHolder|aborted|closed/;
+const EXPECTED = /Unavailable|Timeout|SessionExpired|LockLost|Fenced|ClientClosed|InDoubt|LIMIT_EXCEEDED|sessions are open|LockTimeout|Conflict|NotHolder|aborted|closed/;
 
 export class History {
   readonly grants: Grant[] = [];

@@ -152,21 +152,28 @@ export class World {
     if (n.node || n.starting || n.fatal) return;
     n.starting = true;
     this.trace(`start ${id}`);
+    let self: PalisadeNode | null = null;
+    // Only this incarnation's own end counts: a crashed one's late failures (its in-flight
+    // writes refused) are the crash, not a reason to stay down.
+    const current = (): boolean => self !== null && n.node === self;
     const opts = {
       config: n.config,
       id,
       onFatal: (err: Error) => {
+        if (!current()) return;
         n.fatal = err.message;
         this.trace(`${id} stopped: ${err.message}`);
         this.kill(id);
       },
       onRemoved: (why: string) => {
+        if (!current()) return;
         n.fatal = why;
         this.kill(id);
       },
     };
     void PalisadeNode.open(opts, this.deps(n)).then(
       async (node) => {
+        self = node;
         n.node = node;
         await node.start();
         n.starting = false;
