@@ -8,9 +8,12 @@
 //               before the write) to see the checker catch it
 //   --storage-faults protected|unprotected   a restarted node may come back with a shorter
 //               log than it acknowledged or no data; protected: it refuses to start
+//   --whole     the whole-node simulator instead: production nodes, disks, networks and SDK
+//               clients (test/sim/whole/cli.ts lists its options)
 import { DEFAULT_STEPS, nodesFor, replayCommand, runSeed, type PlantedBug, type SimResult } from './cluster.js';
 import { repairScenario } from './diverge.js';
 import { Prng } from '../support/prng.js';
+import { wholeMain } from './whole/cli.js';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -42,6 +45,10 @@ function fmt(x: number): string {
 
 function main(): void {
   const flags = new Set(process.argv.slice(2).filter((a) => a.startsWith('--')));
+  if (flags.has('--whole')) {
+    void wholeMain(arg, num, flags);
+    return;
+  }
   const nodesArg = num('nodes');
   if (nodesArg !== undefined && nodesArg !== 3 && nodesArg !== 5) throw new Error('--nodes must be 3 or 5');
   const steps = num('steps') ?? DEFAULT_STEPS;
