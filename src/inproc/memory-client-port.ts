@@ -26,6 +26,7 @@ const CLOSED = 3;
 /** Every memory client port of one cluster, by URL: what `new WebSocket(url)` reaches. */
 export class MemorySockets {
   private readonly ports = new Map<string, MemoryClientPort>();
+  private readonly open = new Set<MemoryClientSocket>();
   private nextClient = 0;
 
   constructor(private readonly wire: SocketWire) {}
@@ -54,6 +55,18 @@ export class MemorySockets {
         super(url, sockets, client);
       }
     };
+  }
+
+  /** Breaks every connection between `client` and the node at `url` (a connection lost:
+   *  both ends see it close, as when a TCP connection is reset). */
+  breakConnections(client: string, url: string): void {
+    for (const socket of [...this.open]) if (socket.client === client && socket.url === url) socket.reset();
+  }
+
+  /** @internal */
+  track(socket: MemoryClientSocket, open: boolean): void {
+    if (open) this.open.add(socket);
+    else this.open.delete(socket);
   }
 
   /** @internal */
@@ -90,6 +103,7 @@ export class MemoryClientSocket implements WebSocketLike {
         return;
       }
       this.readyState = OPEN;
+      sockets.track(this, true);
       this.fire('open');
     });
   }
@@ -129,7 +143,15 @@ export class MemoryClientSocket implements WebSocketLike {
   closed(): void {
     if (this.readyState === CLOSED) return;
     this.readyState = CLOSED;
+    this.sockets.track(this, false);
     this.fire('close');
+  }
+
+  /** @internal the connection is lost: both ends close at once, nothing in flight arrives. */
+  reset(): void {
+    const server = this.server;
+    this.closed();
+    server?.peerClosed();
   }
 
   private fire(type: string, event?: { readonly data: unknown }): void {

@@ -238,7 +238,7 @@ export class PalisadeNode {
       },
       this.log,
     );
-    this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.store.storageId, store: this.store, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why), 'refused') });
+    this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.store.storageId, store: this.store, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why), 'refused'), now: () => this.clock.now() });
     this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, clock: this.clock });
     this.clients = deps.clientPort({
       onConnection: (conn) => serveConnection(conn, this.gate, (g, r, sink) => this.dispatch.serve(g, r, sink), this.subs),
@@ -306,7 +306,7 @@ export class PalisadeNode {
       this.forwarder.linkDown(peer);
     });
     this.peers.on('raft', (from, msgs) => {
-      if (!this.identities.admits(from)) return; // its storage is not (yet) the one we know
+      if (!this.identities.admits(from)) return this.identities.dropped(from); // its storage is not (yet) the one we know
       this.ops?.onRaftReceived(from, msgs);
       for (const m of msgs) this.raft.step(m);
       this.driver.kick();

@@ -13,10 +13,16 @@
 //
 // A peer we hold no record for (a new cluster, a node that joined, a cluster upgraded from a
 // version without storage ids) is admitted at once and recorded when its id arrives.
+//
+// Ids travel once per link, on peerUp. If that frame never arrives while the link stays up
+// (it was not sent because the link was backed up, say), the peer's Raft messages would be
+// dropped for as long as the link lasts, and a cluster can lose its quorum to it. So a node
+// that drops a message from a peer it has not yet verified on this link asks again
+// ({t:'storageAsk'}, at most once a second per peer), and resends its own id.
 import type { Logger } from 'pino';
 import type { NodeId } from '../../raft/types.js';
 
-export type IdentityApp = { t: 'storage'; id: string } | { t: 'storageRefused'; reason: string };
+export type IdentityApp = { t: 'storage'; id: string } | { t: 'storageRefused'; reason: string } | { t: 'storageAsk' };
 
 /** Where the records live (the node's own LevelDB, see RaftStorage). */
 export interface PeerIdentityStore {
@@ -33,12 +39,17 @@ export interface PeerIdentityOptions {
   readonly logger: Logger;
   /** A peer refused this node's storage: stop, saying why. */
   readonly refused: (reason: string) => void;
+  /** Monotonic ms (the asks' spacing). */
+  readonly now: () => number;
 }
+
+/** How often a node asks an unverified peer for its id again. */
+const ASK_EVERY_MS = 1_000;
 
 export function isIdentityApp(p: unknown): p is IdentityApp {
   if (typeof p !== 'object' || p === null) return false;
   const o = p as Record<string, unknown>;
-  return (o.t === 'storage' && typeof o.id === 'string' && o.id.length > 0 && o.id.length <= 128) || (o.t === 'storageRefused' && typeof o.reason === 'string');
+  return (o.t === 'storage' && typeof o.id === 'string' && o.id.length > 0 && o.id.length <= 128) || (o.t === 'storageRefused' && typeof o.reason === 'string') || o.t === 'storageAsk';
 }
 
 export class PeerIdentityGate {
@@ -47,8 +58,20 @@ export class PeerIdentityGate {
   private readonly verified = new Set<NodeId>();
   /** Peers refused for presenting another storage id, with the id they presented. */
   readonly mismatched = new Map<NodeId, string>();
+  private readonly askedAt = new Map<NodeId, number>();
 
   constructor(private readonly o: PeerIdentityOptions) {}
+
+  /** A Raft message from `peer` was dropped because it is not verified on this link: ask
+   *  for its id again (spaced), and present ours. */
+  dropped(peer: NodeId): void {
+    if (this.mismatched.has(peer)) return; // refused for good until removed
+    const now = this.o.now();
+    if (now - (this.askedAt.get(peer) ?? -Infinity) < ASK_EVERY_MS) return;
+    this.askedAt.set(peer, now);
+    this.o.send(peer, { t: 'storage', id: this.o.storageId });
+    this.o.send(peer, { t: 'storageAsk' });
+  }
 
   async load(): Promise<void> {
     this.known = await this.o.store.peerStorageIds();
@@ -77,6 +100,10 @@ export class PeerIdentityGate {
   }
 
   onApp(from: NodeId, p: IdentityApp): void {
+    if (p.t === 'storageAsk') {
+      this.o.send(from, { t: 'storage', id: this.o.storageId });
+      return;
+    }
     if (p.t === 'storageRefused') {
       this.o.logger.error({ peer: from, reason: p.reason }, 'a peer refuses this node: its data directory is not the one the cluster knows');
       this.o.refused(`${from} refuses this node: ${p.reason}`);

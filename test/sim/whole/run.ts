@@ -158,7 +158,11 @@ export async function runWholeSeed(o: WholeOptions): Promise<WholeResult> {
       violation = await s.drive(runChecks(checker), 20_000, 'the final checks');
       await closeWithin(Promise.resolve(checker));
     } catch (e) {
-      violation = `after healing: ${e instanceof Error ? e.message : String(e)}`;
+      const nodes = world.ids.map((id) => {
+        const st = world.status(id);
+        return st ? `${id} ${st.role} term ${st.term} leader ${st.leader} commit ${st.commitIndex} applied ${st.appliedIndex}` : `${id} down (${world.sim.get(id)!.fatal ?? 'not running'})`;
+      });
+      violation = `after healing: ${e instanceof Error ? e.message : String(e)} [${nodes.join('; ')}]`;
     }
     violation ??= history.violation();
     violation ??= digestViolation();

@@ -40,11 +40,15 @@ interface SimNode {
   fatal: string | null;
 }
 
-/** Links: drops, delays, partitions (both ways or one way), and paused endpoints. */
+/** Links: lost connections, delays, partitions (both ways or one way), and paused endpoints.
+ *  A link is a TCP connection: what it carries arrives in order or the connection breaks
+ *  (`broken`), never a gap on a live link. */
 class SimWire implements Wire {
   readonly cut = new Set<string>();
   private readonly lastAt = new Map<string, number>();
+  /** The chance that a frame's connection breaks instead of carrying it. */
   dropRate = 0;
+  broken: (from: string, to: string) => void = () => {};
 
   constructor(
     private readonly s: Scheduler,
@@ -57,7 +61,8 @@ class SimWire implements Wire {
   }
 
   carry(from: string, to: string, deliver: () => void): void {
-    if (!this.connected(from, to) || this.rng.chance(this.dropRate)) return;
+    if (!this.connected(from, to)) return;
+    if (this.rng.chance(this.dropRate)) return void this.s.schedule('world', 0, () => this.broken(from, to));
     // In order per direction: a frame never overtakes an earlier one on the same link.
     const key = `${from}>${to}`;
     const at = Math.max(this.s.time + 0.05 + this.rng.float() * 2, this.lastAt.get(key) ?? 0);
@@ -87,6 +92,7 @@ export class World {
     this.rng = new Prng(o.seed);
     this.ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
     this.wire = new SimWire(this.s, this.rng, (end) => this.ownerOf(end));
+    this.wire.broken = (from, to) => this.connectionLost(from, to);
     this.net = new MemoryNetwork(this.wire);
     this.sockets = new MemorySockets(this.wire);
     const nodes = this.ids.map((id, i) => ({ id, peerUrl: `ws://127.0.0.1:${17100 + i + 1}`, clientUrl: `ws://127.0.0.1:${17000 + i + 1}`, dataDir: `sim/${id}` }));
@@ -110,6 +116,26 @@ export class World {
 
   trace(line: string): void {
     this.o.trace?.(`[${this.s.time.toFixed(1)}] ${line}`);
+  }
+
+  /** A connection broke (a frame it carried was lost): a peer link goes down and comes back
+   *  a little later; a client's connection closes at both ends (the SDK reconnects). */
+  private connectionLost(from: string, to: string): void {
+    const a = this.ownerOf(from);
+    const b = this.ownerOf(to);
+    const isNode = (x: string): boolean => this.sim.has(x);
+    if (isNode(a) && isNode(b) && !this.wire.cut.has(`${a}>${b}`)) {
+      this.wire.cut.add(`${a}>${b}`).add(`${b}>${a}`);
+      this.net.reconcile();
+      this.s.schedule('world', this.rng.range(5, 100), () => {
+        this.wire.cut.delete(`${a}>${b}`);
+        this.wire.cut.delete(`${b}>${a}`);
+        this.net.reconcile();
+      });
+    } else if (isNode(a) !== isNode(b)) {
+      const [client, node] = isNode(a) ? [b, a] : [a, b];
+      this.sockets.breakConnections(client, this.clientUrl(node));
+    }
   }
 
   /** Who owns an end of a link: a node id, a node's client URL (or a connection of it), or a client. */
