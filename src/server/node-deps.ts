@@ -13,6 +13,7 @@ import type { ClientConn, ClientListener, PeerNetwork } from '../transport/contr
 import type { NodeClock } from './clock.js';
 import type { NodeInternals } from './ops/node-view.js';
 import type { NodeOps } from './ops/index.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 
 /** What the HTTP API needs of the client port it shares: per-address slots for long requests. */
 export interface HttpPortControls {
@@ -41,3 +42,19 @@ export interface NodeDeps {
   /** `serve --join`: asks the cluster at `urls` to add this node; the members to dial. */
   join(urls: readonly string[]): Promise<MemberInfo[]>;
 }
+
+export interface NodeOptions {
+  readonly config: ClusterConfig;
+  readonly id: NodeId;
+  /** Join the cluster at these client URLs instead of founding one from the config. */
+  readonly join?: readonly string[];
+  /** Called when the node stops for good (it was removed from the cluster). */
+  readonly onRemoved?: (why: string) => void;
+  /** Called once when the node cannot go on: its storage failed ('storage': a write or a
+   *  snapshot could not be stored, so it can no longer promise what its disk holds), or the
+   *  cluster refused it ('refused': peers hold another storage identity for it). The node
+   *  has stopped serving clients by then; the caller ends the process (serve.ts). */
+  readonly onFatal?: (err: Error, kind: FatalKind) => void;
+}
+
+export type FatalKind = 'storage' | 'refused';

@@ -10,7 +10,7 @@ import type { NodeStore } from '../storage/node-store.js';
 import type { LoadedState } from '../storage/raft-storage.js';
 import { MemberDirectory, bootstrapEntries, unwrapSnapshot } from '../storage/members.js';
 import type { NodeDeps } from './node-deps.js';
-import type { NodeOptions } from './node.js';
+import type { NodeOptions } from './node-deps.js';
 
 /** What open() reads and decides before the node is built. */
 export interface Opened {

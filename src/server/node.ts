@@ -12,7 +12,7 @@ import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
 import { RaftNode, decodeConfChange } from '../raft/index.js';
 import type { Entry, Message, NodeId, Snapshot, SoftState } from '../raft/index.js';
 import type { NodeStatus } from '../protocol/client-protocol.js';
-import type { ClusterConfig, NodeConfig } from '../config/cluster-config.js';
+import type { NodeConfig } from '../config/cluster-config.js';
 import { nodeById } from '../config/cluster-config.js';
 import { machineConfigFrom } from '../config/defaults.js';
 import { fileDisagreements } from '../config/replicated-settings.js';
@@ -20,7 +20,7 @@ import type { NodeStore } from '../storage/node-store.js';
 import { MemberDirectory, unwrapSnapshot } from '../storage/members.js';
 import type { ClientListener, PeerNetwork } from '../transport/contracts.js';
 import type { NodeClock } from './clock.js';
-import type { NodeDeps } from './node-deps.js';
+import type { FatalKind, NodeDeps, NodeOptions } from './node-deps.js';
 import type { NodeOps } from './ops/index.js';
 import { HealthNotes } from './ops/health-notes.js';
 import { openState, type Opened } from './node-state.js';
@@ -50,21 +50,7 @@ const REQUEST_TIMEOUT_MS = 5_000;
 /** How long a stopping node lets in-flight writes finish. */
 const STOP_GRACE_MS = 2_000;
 
-export interface NodeOptions {
-  readonly config: ClusterConfig;
-  readonly id: NodeId;
-  /** Join the cluster at these client URLs instead of founding one from the config. */
-  readonly join?: readonly string[];
-  /** Called when the node stops for good (it was removed from the cluster). */
-  readonly onRemoved?: (why: string) => void;
-  /** Called once when the node cannot go on: its storage failed ('storage': a write or a
-   *  snapshot could not be stored, so it can no longer promise what its disk holds), or the
-   *  cluster refused it ('refused': peers hold another storage identity for it). The node
-   *  has stopped serving clients by then; the caller ends the process (serve.ts). */
-  readonly onFatal?: (err: Error, kind: FatalKind) => void;
-}
-
-export type FatalKind = 'storage' | 'refused';
+export type { FatalKind, NodeOptions } from './node-deps.js';
 
 export class PalisadeNode {
   readonly id: NodeId;
@@ -137,7 +123,7 @@ export class PalisadeNode {
     this.leases = new LeaseKeeper(electionTimeoutMs * 2);
     this.proposer = new CommandProposer(() => this.raft, () => this.machine, this.fileSettings, () => this.driver.kick());
     this.peers = deps.peerNetwork(opened.peers);
-    this.digests = new StateDigests({ send: (to, app) => this.peers.sendApp(to, app), peers: () => this.otherMembers(), logger: this.log, clock: this.clock, propose: () => this.proposer.propose({ type: 'checkpoint' }), everyEntries: cfg.snapshot.entries });
+    this.digests = new StateDigests({ send: (to, app) => this.peers.sendApp(to, app), peers: () => [...this.raft.confState.voters, ...this.raft.confState.learners].filter((id) => id !== this.id), logger: this.log, clock: this.clock, propose: () => this.proposer.propose({ type: 'checkpoint' }), everyEntries: cfg.snapshot.entries });
     this.snapshots = new Snapshotter(
       { raft: this.raft, store: this.store, clock: this.clock, log: this.log, machine: () => this.machine, members: () => this.members, stopping: () => this.stopping, fatal: (err) => this.onFatal(err) },
       cfg.snapshot,
@@ -147,14 +133,9 @@ export class PalisadeNode {
       this.raft,
       this.store,
       {
-        send: (msgs) => this.sendMessages(msgs),
-        apply: (entries) => this.applyEntries(entries),
-        installSnapshot: (s) => this.installSnapshot(s),
-        readStates: (rs, dropped) => this.reads.onReadStates(rs, dropped),
-        softState: (s) => this.onSoftState(s),
-        afterAdvance: () => this.afterAdvance(),
-        paused: (gap) => this.duties.paused(gap),
-        fatal: (err) => this.onFatal(err),
+        send: (msgs) => this.sendMessages(msgs), apply: (entries) => this.applyEntries(entries), installSnapshot: (s) => this.installSnapshot(s),
+        readStates: (rs, dropped) => this.reads.onReadStates(rs, dropped), softState: (s) => this.onSoftState(s), afterAdvance: () => this.afterAdvance(),
+        paused: (gap) => this.duties.paused(gap), fatal: (err) => this.onFatal(err),
       },
       tickMs,
       electionTimeoutMs,
@@ -166,10 +147,7 @@ export class PalisadeNode {
     this.duties = new LeaderDuties(
       {
         isLeader: () => this.raft.role === 'leader',
-        propose: (command) => {
-          const r = this.proposer.propose(command);
-          return r.ok ? r.index : null;
-        },
+        propose: (command) => ((r) => (r.ok ? r.index : null))(this.proposer.propose(command)),
         machine: () => this.machine,
         leaderRound: () => this.admin.promoteCaughtUpLearners(),
       },
@@ -183,14 +161,9 @@ export class PalisadeNode {
     this.removal = new Removal({ id: this.id, raft: this.raft, clock: this.clock, log: this.log, electionTimeoutMs, appliedIndex: () => this.machine.appliedIndex, stopping: () => this.stopping, removed: (why) => this.onRemoved(why) });
     this.forwarder = new Forwarder(
       {
-        id: this.id,
-        leader: () => this.raft.leader,
-        isLeader: () => this.raft.role === 'leader',
-        sendApp: (to, frame) => this.peers.sendApp(to, frame),
-        handle: (req, owner) => this.dispatch.handle(req, null, owner),
-        renewLeases: (sessions) => this.dispatch.renewLeases(sessions),
-        unavailable: (message) => this.dispatch.unavailable(message),
-        removedBy: (index) => this.removal.removedBy(index),
+        id: this.id, leader: () => this.raft.leader, isLeader: () => this.raft.role === 'leader', sendApp: (to, frame) => this.peers.sendApp(to, frame),
+        handle: (req, owner) => this.dispatch.handle(req, null, owner), renewLeases: (sessions) => this.dispatch.renewLeases(sessions),
+        unavailable: (message) => this.dispatch.unavailable(message), removedBy: (index) => this.removal.removedBy(index),
       },
       REQUEST_TIMEOUT_MS,
       electionTimeoutMs * 3,
@@ -199,42 +172,18 @@ export class PalisadeNode {
     );
     this.leaseBatch = new KeepAliveBatcher((sessions, gone) => this.forwarder.renewLeases(sessions, gone), tickMs, this.clock);
     this.dispatch = new RequestDispatcher({
-      id: this.id,
-      cfg,
-      log: this.log,
-      leases: this.leases,
-      applied: this.applied,
-      proposals: this.proposals,
-      subs: this.subs,
-      raft: () => this.raft,
-      machine: () => this.machine,
-      proposer: () => this.proposer,
-      stamp: () => this.duties.stamp(),
-      members: () => this.members,
-      reads: () => this.reads,
-      admin: () => this.admin,
-      forwarder: () => this.forwarder,
-      leaseBatch: () => this.leaseBatch,
-      ops: () => this.ops,
-      status: () => this.status(),
-      stopping: () => this.stopping,
-      kick: () => this.driver.kick(),
-      now: () => this.clock.now(),
+      id: this.id, cfg, log: this.log, leases: this.leases, applied: this.applied, proposals: this.proposals, subs: this.subs,
+      raft: () => this.raft, machine: () => this.machine, proposer: () => this.proposer, stamp: () => this.duties.stamp(),
+      members: () => this.members, reads: () => this.reads, admin: () => this.admin, forwarder: () => this.forwarder,
+      leaseBatch: () => this.leaseBatch, ops: () => this.ops, status: () => this.status(), stopping: () => this.stopping,
+      kick: () => this.driver.kick(), now: () => this.clock.now(),
     });
     this.admin = new MembershipAdmin(
       {
-        id: this.id,
-        raft: this.raft,
-        proposals: this.proposals,
-        electionTimeoutMs,
-        members: () => this.members,
-        kick: () => this.driver.kick(),
-        forward: (req) => this.forwarder.forward(req),
-        linearizable: () => this.dispatch.linearizable(),
-        snapshotNow: () => this.snapshots.now(),
+        id: this.id, raft: this.raft, proposals: this.proposals, electionTimeoutMs, clock: this.clock,
+        members: () => this.members, kick: () => this.driver.kick(), forward: (req) => this.forwarder.forward(req),
+        linearizable: () => this.dispatch.linearizable(), snapshotNow: () => this.snapshots.now(), unavailable: (message) => this.dispatch.unavailable(message),
         backup: () => backupState(this.id, cfg.clusterId, () => this.dispatch.linearizable(), () => this.machine, this.raft),
-        unavailable: (message) => this.dispatch.unavailable(message),
-        clock: this.clock,
       },
       this.log,
     );
@@ -413,15 +362,6 @@ export class PalisadeNode {
   private afterAdvance(): void {
     if (this.raft.role === 'leader') this.digests.maybeCheckpoint(this.machine.appliedIndex);
     this.snapshots.afterAdvance();
-  }
-
-  /** Snapshot the machine now and compact the log (admin `snapshot`). */
-  snapshotNow(): Promise<number> {
-    return this.snapshots.now();
-  }
-
-  private otherMembers(): NodeId[] {
-    return [...this.raft.confState.voters, ...this.raft.confState.learners].filter((id) => id !== this.id);
   }
 
   /** Notes for status and /readyz beyond the health watch's: settings in this node's file
