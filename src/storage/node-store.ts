@@ -11,8 +11,25 @@
 //   and the entries after it, contiguous;
 // - compact(i) drops entries at or below i once a snapshot covers them.
 import type { ReadyWrite } from '../raft/ready-plan.js';
-import type { Snapshot } from '../raft/types.js';
-import type { LoadedState, StorageStats } from './raft-storage.js';
+import type { Entry, HardState, Snapshot } from '../raft/types.js';
+
+export interface LoadedState {
+  readonly hardState: HardState;
+  readonly snapshot?: Snapshot;
+  /** The entries after the snapshot, contiguous, in order. */
+  readonly entries: Entry[];
+  /** True when open() created the database (a node's first start). */
+  readonly isNew: boolean;
+}
+
+export interface StorageStats {
+  /** Synchronous (fsync'd) writes so far. */
+  readonly fsyncs: number;
+  /** Bytes of keys and values written so far. */
+  readonly bytesWritten: number;
+  /** Duration of the last synchronous write, in milliseconds. */
+  readonly lastFsyncMs: number;
+}
 
 export interface NodeStore {
   /** The identity this data directory drew when it was created (peers record it). */

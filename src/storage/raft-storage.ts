@@ -14,7 +14,8 @@ import { Level } from 'level';
 import type { Entry, HardState, Snapshot } from '../raft/types.js';
 import type { ReadyWrite } from '../raft/ready-plan.js';
 import { StorageError } from './errors.js';
-import type { NodeStore } from './node-store.js';
+import type { LoadedState, NodeStore, StorageStats } from './node-store.js';
+export type { LoadedState, StorageStats } from './node-store.js';
 import { ALL_ENTRIES, HARD_STATE_KEY, JOINING_KEY, META_KEY, PEER_PREFIX, SNAPSHOT_KEY, entryIndexOf, entryKey, keyName, peerKey } from './keys.js';
 import {
   CorruptValue,
@@ -32,14 +33,6 @@ import {
 import { readWatermark, sameMark, WatermarkFile, type MarkDurability, type Watermark } from './watermark.js';
 import { copyAside, dropCopy, explainLevelError } from './preopen.js';
 
-export interface LoadedState {
-  readonly hardState: HardState;
-  readonly snapshot?: Snapshot;
-  /** The entries after the snapshot, contiguous, in order. */
-  readonly entries: Entry[];
-  /** True when open() created the database (a node's first start). */
-  readonly isNew: boolean;
-}
 
 /** See docs/operations.md: the procedure for a node whose data is damaged or gone. */
 export const REJOIN_ADVICE =
@@ -48,14 +41,6 @@ export const REJOIN_ADVICE =
   '`serve --join` (docs/operations.md, "A node\'s data is corrupt")';
 
 
-export interface StorageStats {
-  /** Synchronous (fsync'd) writes so far. */
-  readonly fsyncs: number;
-  /** Bytes of keys and values written so far. */
-  readonly bytesWritten: number;
-  /** Duration of the last synchronous write, in milliseconds. */
-  readonly lastFsyncMs: number;
-}
 
 type Db = Level<Uint8Array, Uint8Array>;
 type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };

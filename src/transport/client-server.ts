@@ -26,7 +26,8 @@ import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, typ
 import { FrameError, decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
 import { AddressCoolOff } from './address-cooloff.js';
-import type { ClientConn, ClientListener } from './contracts.js';
+import type { ClientConn, ClientListener, ClientServerStats } from './contracts.js';
+export type { ClientServerStats } from './contracts.js';
 import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
@@ -75,22 +76,6 @@ export interface ClientConnectionEvents {
   close: [code: number, reason: string];
 }
 
-export interface ClientServerStats {
-  connections: number;
-  requests: number;
-  /** Requests answered with BAD_FRAME/UNKNOWN_OP/INVALID_ARGUMENT by validation. */
-  invalidRequests: number;
-  /** Connections closed for undecodable, id-less or text frames. */
-  badFrameCloses: number;
-  oversizeFrames: number;
-  slowConsumerDisconnects: number;
-  /** Requests refused with RATE_LIMITED. */
-  rateLimited: number;
-  /** Connections closed at once because their address had too many open. */
-  refusedConnections: number;
-  /** Connections cut before authenticating: too many bytes, or the deadline passed. */
-  preAuthCuts: number;
-}
 
 const DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 /** ws is allowed somewhat more than our limit, so that an oversize frame can still be read

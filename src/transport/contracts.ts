@@ -3,7 +3,6 @@
 // the simulator) keep. test/transport/contract.test.ts runs one suite against both.
 import type { Message, NodeId } from '../raft/types.js';
 import type { Request, ServerFrame } from '../protocol/client-protocol.js';
-import type { ClientServerStats } from './client-server.js';
 import type { PeerTransportStats } from './peer-options.js';
 
 export interface PeerNetworkEvents {
@@ -53,4 +52,22 @@ export interface ClientListener {
   stop(): Promise<void>;
   connectionCount(): number;
   stats(): ClientServerStats;
+}
+
+/** What the client port counts (metrics, status). */
+export interface ClientServerStats {
+  connections: number;
+  requests: number;
+  /** Requests answered with BAD_FRAME/UNKNOWN_OP/INVALID_ARGUMENT by validation. */
+  invalidRequests: number;
+  /** Connections closed for undecodable, id-less or text frames. */
+  badFrameCloses: number;
+  oversizeFrames: number;
+  slowConsumerDisconnects: number;
+  /** Requests refused with RATE_LIMITED. */
+  rateLimited: number;
+  /** Connections closed at once because their address had too many open. */
+  refusedConnections: number;
+  /** Connections cut before authenticating: too many bytes, or the deadline passed. */
+  preAuthCuts: number;
 }
