@@ -67,8 +67,9 @@ export interface ConnectionOptions {
   /** Bound on opening the socket plus the hello exchange. */
   readonly connectTimeoutMs: number;
   readonly authToken?: string;
-  /** The cluster the node must answer for (the client's pin); null: any (the first connection). */
-  readonly clusterId?: string | null;
+  /** The cluster the node must answer for (the client's pin), read when the node answers;
+   *  null: any (before the first connection). */
+  readonly clusterId?: () => string | null;
   /**
    * The URL was learned from a node (a member list or a hint), not given by the application:
    * the token goes to it only after it proved it holds the token's digest (a probe hello
@@ -299,8 +300,8 @@ async function greet(url: string, options: ConnectionOptions, ask: (body: Reques
   const { authToken: token, learned = false } = options;
   const untrusted = (kind: TrustViolation['kind'], message: string): UntrustedNodeError => new UntrustedNodeError({ kind, url, message });
   const sameCluster = (hello: HelloResult): HelloResult => {
-    const pinned = options.clusterId;
-    if (pinned === undefined || pinned === null || hello.clusterId === pinned) return hello;
+    const pinned = options.clusterId?.() ?? null;
+    if (pinned === null || hello.clusterId === pinned) return hello;
     throw untrusted('CLUSTER_MISMATCH', `${url} answered for cluster ${JSON.stringify(hello.clusterId)}, not ${JSON.stringify(pinned)}, the cluster this client is pinned to: not used`);
   };
   const read = (response: Response, what: string): HelloResult => {
@@ -317,7 +318,7 @@ async function greet(url: string, options: ConnectionOptions, ask: (body: Reques
     const digest = tokenDigest(token);
     const nonce = randomBytes(NONCE_BYTES);
     const probe = read(await ask({ op: 'hello', version: PROTOCOL_VERSION, challenge: { tokenId: tokenIdOf(digest), nonce } }), 'probe');
-    if (!proofMatches(probe.proof, digest, options.clusterId ?? probe.clusterId, url, nonce)) {
+    if (!proofMatches(probe.proof, digest, probe.clusterId, url, nonce)) {
       throw untrusted(
         'UNPROVEN_NODE',
         `${url}, a learned member, did not prove it holds this client's token (${probe.proof === undefined ? 'no proof: a node without auth, an older version, or not a member' : 'a wrong proof: not a member, or its client URL is not the one it is listed with'}): the token was not sent and it is not used`,

@@ -428,30 +428,20 @@ export class ClusterLink {
 
   /**
    * Opens a connection, noting whether the node is up (cooldown.ts) and whether it may be
-   * trusted: it must answer for the pinned cluster (the first hello pins it), and a learned
-   * URL must prove it holds the token before it is given it (connection.ts greet).
+   * trusted (connection.ts greet): it must answer for the pinned cluster, and a learned URL
+   * must prove it holds the token before it is given it. The first node to say hello pins
+   * the cluster (dials run side by side; the first to answer is the one used).
    */
   private async open(url: string, options: ConnectionOptions): Promise<Connection> {
     let connection: Connection;
     try {
-      connection = await Connection.open(url, { ...options, clusterId: this.clusterId, learned: !this.seeds.has(url) });
+      connection = await Connection.open(url, { ...options, clusterId: () => this.clusterId, learned: !this.seeds.has(url) });
     } catch (e) {
       if (e instanceof UntrustedNodeError) this.distrust(url, e.violation);
       else if (!(e instanceof PalisadeError)) this.cooldown.failed(url, cooldownFor(this.lastHello));
       throw e;
     }
-    // Dials run side by side: one that started before the pin was set is judged now.
     this.clusterId ??= connection.hello.clusterId;
-    if (connection.hello.clusterId !== this.clusterId) {
-      connection.close();
-      const e = new UntrustedNodeError({
-        kind: 'CLUSTER_MISMATCH',
-        url,
-        message: `${url} answered for cluster ${JSON.stringify(connection.hello.clusterId)}, not ${JSON.stringify(this.clusterId)}, the cluster this client is pinned to: not used`,
-      });
-      this.distrust(url, e.violation);
-      throw e;
-    }
     this.cooldown.succeeded(url);
     return connection;
   }
