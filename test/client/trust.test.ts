@@ -202,7 +202,7 @@ test('the floor: a grant must be above the floor its request was sent with; the 
   assert.equal(floor.current, 11, 'a lower accepted token leaves the floor');
   const atC = floor.current;
   const refused = floor.check(11, atC, 'c', 'ws://liar');
-  assert.ok(refused instanceof TokenRegressionError);
+  assert.ok(refused instanceof TokenRegressionError, 'a token at the floor is refused');
   assert.deepEqual([refused.code, refused.token, refused.floor, refused.lockName, refused.url], ['TOKEN_REGRESSION', 11, 11, 'c', 'ws://liar']);
   assert.equal(floor.check(3, atC, 'c', 'ws://liar')?.code, 'TOKEN_REGRESSION');
   assert.equal(floor.current, 11, 'a refused token leaves the floor');
@@ -221,7 +221,7 @@ test('an acquire answered with a token below one already accepted fails TOKEN_RE
     return { ok: true, result: { status: 'granted', token: 1, index: 1 } } satisfies Answer;
   };
   await assert.rejects(client.acquire('b'), (e: unknown) => {
-    assert.ok(e instanceof TokenRegressionError);
+    assert.ok(e instanceof TokenRegressionError, `TokenRegressionError, not ${String(e)}`);
     assert.deepEqual([e.token, e.floor, e.lockName, e.url], [1, first.token, 'b', n1.url]);
     return true;
   });
@@ -229,7 +229,7 @@ test('an acquire answered with a token below one already accepted fails TOKEN_RE
   await until(() => cluster.holder('b') === null, 'the grant the request made in the cluster released');
   const again = await client.acquire('b');
   assert.equal(client.connectedUrl, n2.url, 'the client left n1');
-  assert.ok(again.token > first.token);
+  assert.ok(again.token > first.token, 'the real cluster grants above the floor');
 });
 
 test('a re-delivered answer for an earlier acquire is no regression, though a later grant was accepted first', async (t) => {
