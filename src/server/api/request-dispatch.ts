@@ -25,6 +25,11 @@ import { ReadUnavailable, type AppliedWaiters, type ReadIndexBatcher } from '../
 import type { EventSink, Subscriptions } from './subscriptions.js';
 import { answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
 
+/** The refusal of a hello in a protocol version this node does not speak. */
+function unsupportedVersion(req: Extract<Request, { op: 'hello' }>): Answer<never> | null {
+  return req.version === PROTOCOL_VERSION ? null : fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
+}
+
 /** A hello with a challenge: a probe (node-proof.ts). */
 function isProbe(req: Request): req is Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge } {
   return req.op === 'hello' && req.challenge !== undefined;
@@ -103,7 +108,7 @@ export class RequestDispatcher {
     try {
       switch (req.op) {
         case 'hello':
-          return this.hello(req, { leader: this.core.raft().leader, members: this.advertisedMembers() });
+          return unsupportedVersion(req) ?? this.hello({ leader: this.core.raft().leader, members: this.advertisedMembers() });
         case 'status':
           return answer(req.op, this.core.status());
         case 'attach': {
@@ -173,8 +178,7 @@ export class RequestDispatcher {
 
   /** A hello's answer: who this node is, in which cluster, at what timing; `said` adds the
    *  leader and members (an ordinary hello) or the proof (a probe). */
-  private hello(req: Extract<Request, { op: 'hello' }>, said: Partial<HelloResult> & Pick<HelloResult, 'leader' | 'members'>): Answer<'hello'> {
-    if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
+  private hello(said: Partial<HelloResult> & Pick<HelloResult, 'leader' | 'members'>): Answer<'hello'> {
     const { cfg } = this.core;
     return answer('hello', { nodeId: this.core.id, clusterId: cfg.clusterId, ...said, timing: { heartbeatMs: cfg.raft.heartbeatMs, electionTimeoutMs: cfg.raft.electionTimeoutMs } });
   }
@@ -187,9 +191,11 @@ export class RequestDispatcher {
    * connection may not learn. With auth off there is nothing to prove with: no proof.
    */
   private probe(gate: ConnectionGate, req: Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge }): Answer<'hello'> {
+    const unsupported = unsupportedVersion(req);
+    if (unsupported) return unsupported;
     const proof = gate.prove(req.challenge, this.core.cfg.clusterId, nodeById(this.core.cfg, this.core.id).clientUrl);
     if (proof === 'unknownToken') return fail('UNAUTHENTICATED', 'no token of this cluster has the id in the challenge');
-    return this.hello(req, { leader: null, members: [], ...(proof === null ? {} : { proof }) });
+    return this.hello({ leader: null, members: [], ...(proof === null ? {} : { proof }) });
   }
 
   /**
