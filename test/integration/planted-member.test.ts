@@ -76,6 +76,14 @@ async function pauseAll(c: TestCluster): Promise<() => Promise<void>> {
   };
 }
 
+/** Clients still open; closed after each suite, also when a test failed half-way (an open
+ *  client would keep the test process alive). */
+const clients = new Set<LockClient>();
+async function closeClients(): Promise<void> {
+  await Promise.all([...clients].map((client) => client.close().catch(() => {})));
+  clients.clear();
+}
+
 /** A client of the real cluster that has taken a few locks: its floor is their last token. */
 async function workingClient(c: TestCluster, token: string | undefined, violations: TrustViolation[]): Promise<{ client: LockClient; floor: number }> {
   const client = await LockClient.connect({
@@ -85,6 +93,7 @@ async function workingClient(c: TestCluster, token: string | undefined, violatio
     requestTimeoutMs: 30_000,
     onTrustViolation: (v) => violations.push(v),
   });
+  clients.add(client);
   let floor = 0;
   for (let i = 0; i < 3; i++) {
     const lock = await client.acquire(`jobs/warm-${i}`);
@@ -110,6 +119,7 @@ describe('a member planted with addMember', () => {
   let c: TestCluster | undefined;
   const fakes: FakeMember[] = [];
   after(async () => {
+    await closeClients();
     await c?.stop();
     await Promise.all(fakes.map((f) => f.close()));
   });
@@ -193,6 +203,7 @@ describe('a member planted with addMember in a cluster without auth', () => {
   let c: TestCluster | undefined;
   let fake: FakeMember | undefined;
   after(async () => {
+    await closeClients();
     await c?.stop();
     await fake?.close();
   });
