@@ -1,7 +1,7 @@
 // Clients trust the cluster, not whoever answers: the cluster id pinned at the first hello,
 // a learned member given the token only once it proved it holds its digest, learned URLs
 // dialled only with the seeds' protection, and grants below the client's token floor refused.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { LockClient, TokenRegressionError, type TrustViolation, type WebSocketConstructor } from '../../src/client/index.js';
@@ -61,12 +61,19 @@ test('the clusterId option pins the cluster before the first hello', async (t) =
 
 // ---- learned members prove themselves before the token goes to them -----------------------
 
-test('a learned member that cannot prove it holds the token is never sent it, nor the session', async (t) => {
+/** Three nodes, each listed in hello; a client given n1 alone learns n2 and n3. n1 and n3
+ *  hold the client's token, as members of its cluster do. */
+async function learnedMembers(t: TestContext): Promise<{ cluster: FakeCluster; n1: FakeNode; n2: FakeNode; n3: FakeNode }> {
   const cluster = await FakeCluster.forTest(t, 3);
   const [n1, n2, n3] = cluster.nodes as [FakeNode, FakeNode, FakeNode];
   advertise(cluster, [n1, n2, n3]);
   n1.tokens = [TOKEN];
   n3.tokens = [TOKEN];
+  return { cluster, n1, n2, n3 };
+}
+
+test('a learned member that cannot prove it holds the token is never sent it, nor the session', async (t) => {
+  const { cluster, n1, n2, n3 } = await learnedMembers(t);
   // n2 answers for the right cluster (anyone can copy a cluster id) but holds no token.
   const { client, violations } = await watchedClient(cluster, { endpoints: [n1.url], authToken: TOKEN });
   await n1.stop();
@@ -87,10 +94,8 @@ test('a learned member that cannot prove it holds the token is never sent it, no
 });
 
 test('a learned member relaying the challenge to a real node is refused: the proof names the real node\'s URL', async (t) => {
-  const cluster = await FakeCluster.forTest(t, 3);
-  const [n1, n2, n3] = cluster.nodes as [FakeNode, FakeNode, FakeNode];
-  advertise(cluster, [n1, n2, n3]);
-  for (const n of cluster.nodes) n.tokens = [TOKEN];
+  const { cluster, n1, n2, n3 } = await learnedMembers(t);
+  n2.tokens = [TOKEN];
   n2.provesAs = n3.url; // what a relay to n3 gets back
   const { client, violations } = await watchedClient(cluster, { endpoints: [n1.url], authToken: TOKEN });
   await n1.stop();
@@ -102,11 +107,7 @@ test('a learned member relaying the challenge to a real node is refused: the pro
 });
 
 test('a learned member refusing the probe is set aside, not taken for bad credentials', async (t) => {
-  const cluster = await FakeCluster.forTest(t, 3);
-  const [n1, n2, n3] = cluster.nodes as [FakeNode, FakeNode, FakeNode];
-  advertise(cluster, [n1, n2, n3]);
-  n1.tokens = [TOKEN];
-  n3.tokens = [TOKEN];
+  const { cluster, n1, n2, n3 } = await learnedMembers(t);
   n2.tokens = ['some-other-token-0123456789']; // answers UNAUTHENTICATED to our token's id
   const { client } = await watchedClient(cluster, { endpoints: [n1.url], authToken: TOKEN });
   await n1.stop();
