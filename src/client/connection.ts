@@ -157,7 +157,8 @@ export class Connection {
     this.close();
   }
 
-  /** Opens a socket to `url` and says hello. Rejects with ConnectionLostError or the node's typed error. */
+  /** Opens a socket to `url` and says hello (greet). Rejects with ConnectionLostError (an
+   *  UntrustedNodeError when the node may not be used) or the node's typed error. */
   static open(url: string, options: ConnectionOptions): Promise<Connection> {
     const { clock } = options;
     return new Promise<Connection>((resolve, reject) => {

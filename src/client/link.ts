@@ -77,6 +77,9 @@ const MAX_INTERNAL_RETRIES = 2;
  */
 export const UNTRUSTED_SET_ASIDE_MS = 60_000;
 
+/** Learned URLs refused by the policy that are remembered, so each is reported once. */
+const MAX_REMEMBERED_INSECURE = 256;
+
 export class ClusterLink {
   private readonly options: LinkOptions;
   private readonly hooks: LinkHooks;
@@ -538,6 +541,8 @@ export class ClusterLink {
       return true;
     }
     if (!this.insecureUrls.has(url)) {
+      // Bounded: a node may list any number of URLs; past the bound one may be reported again.
+      if (this.insecureUrls.size >= MAX_REMEMBERED_INSECURE) this.insecureUrls.clear();
       this.insecureUrls.add(url);
       this.options.onTrustViolation({ kind: 'INSECURE_ENDPOINT', url, message: `a node named ${problem}: not dialled` });
     }
