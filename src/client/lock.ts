@@ -182,6 +182,8 @@ class Waiter {
   grantEvent: (GrantNews & { readonly index: number }) | null = null;
   /** Grant confirmed by reading the lock after a reconnect. */
   confirmed: GrantNews | null = null;
+  /** The grant told was refused (below the floor): it says nothing of what the cluster holds. */
+  refused = false;
   wake: () => void = () => {};
 
   constructor(session: Session, floor: number) {
@@ -415,6 +417,7 @@ export class ClientLocks {
         if (grant === null) return;
         const refused = this.core.floor.check(grant.token, waiter.floor, name, grant.url);
         if (refused === null) return resolve(grant.token);
+        waiter.refused = true;
         this.core.link.distrust(grant.url, { kind: 'TOKEN_REGRESSION', url: grant.url, message: refused.message });
         reject(refused);
       };
@@ -450,7 +453,8 @@ export class ClientLocks {
       }
       mayHold = true; // not waiting: granted meanwhile, or never queued
     }
-    let token = waiter.grant?.token ?? waiter.grantEvent?.token ?? null;
+    // A refused grant is no news of the cluster's: what it holds for us is read.
+    let token = waiter.refused ? null : (waiter.grant?.token ?? waiter.grantEvent?.token ?? null);
     if (token === null && mayHold) token = await this.readGrant(name, session, true);
     if (token !== null) await releaseByToken(this.core, session, name, token).catch(() => {});
   }

@@ -270,6 +270,32 @@ test('a granted event with a token below the floor fails the waiting acquire wit
   await until(() => cluster.waiters('q').length === 0, 'the wait withdrawn from the cluster');
 });
 
+test('a refused grant event is no news of the cluster: a real grant that won the race with the withdrawal is read and released', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const { client } = await watchedClient(cluster);
+  const other = await cluster.client();
+  const held = await client.acquire('held');
+  const theirs = await other.acquire('q');
+  const waiting = client.acquire('q');
+  await until(() => cluster.waiters('q').length === 1, 'queued');
+  const session = client.sessionId!;
+  // The real grant is made just before the withdrawal's cancelWait, and its event is lost.
+  for (const n of cluster.nodes) {
+    n.intercept = async (req, conn) => {
+      if (req.op === 'cancelWait') {
+        cluster.subs.sessions.remove(session, conn);
+        await theirs.release();
+        cluster.subs.sessions.add(session, conn);
+      }
+      return undefined;
+    };
+  }
+  cluster.push({ event: 'granted', index: cluster.index + 1, session, name: 'q', token: held.token, mode: 'exclusive' });
+  await assert.rejects(waiting, { code: 'TOKEN_REGRESSION' });
+  await until(() => cluster.holder('q') === null, 'the real grant released, not held for nobody');
+  assert.ok(cluster.requests('get').some((r) => r.name === 'q'), 'the lock was read to learn the real grant');
+});
+
 test('a leadership with a token below the floor fails the campaign with TOKEN_REGRESSION', async (t) => {
   const cluster = await FakeCluster.forTest(t, 2);
   const [n1] = cluster.nodes as [FakeNode, FakeNode];
