@@ -228,7 +228,8 @@ export class Election {
         // that is not the cluster): leave the queue, or step down if elected meanwhile, so no
         // leadership is held for nobody.
         if ((signal?.aborted || e instanceof TimeoutError || e instanceof TokenRegressionError) && session.isLive) {
-          const settled = await this.withdraw(watch, session, queuedIndex);
+          // A refused leadership is no news of the cluster's: its state is read instead.
+          const settled = await this.withdraw(watch, session, queuedIndex, !(e instanceof TokenRegressionError));
           if (!settled) {
             handedOver = true;
             void this.resignWhenElected(watch, session, queuedIndex, passTurn);
@@ -287,8 +288,10 @@ export class Election {
   /**
    * Withdraws a candidacy (resign without token). CONFLICT means we are no candidate: elected
    * meanwhile (then resign as leader) or never queued. False when the outcome is unknown.
+   * `trustWatch`: whether the watch's state may be taken for the cluster's (not after a
+   * leadership was refused below the floor: then the leader is read).
    */
-  private async withdraw(watch: ElectionWatch, session: Session, queuedIndex: number): Promise<boolean> {
+  private async withdraw(watch: ElectionWatch, session: Session, queuedIndex: number, trustWatch: boolean): Promise<boolean> {
     try {
       await this.core.sessions.sequenced(() => ({ op: 'resign', election: this.name }), {
         session,
@@ -300,7 +303,7 @@ export class Election {
       if (!(e instanceof ConflictError)) return false;
     }
     try {
-      const state = watch.state !== null && watch.state.leader === session.id ? watch.state : await this.leader();
+      const state = trustWatch && watch.state !== null && watch.state.leader === session.id ? watch.state : await this.leader();
       if (state.leader === session.id && state.token !== null && state.token > queuedIndex) {
         await resignByToken(this.core, session, this.name, state.token);
       }

@@ -9,6 +9,7 @@ import { learnedUrlProblem, seedTransport } from '../../src/client/endpoint-poli
 import { TokenFloor } from '../../src/client/token-floor.js';
 import { FakeCluster, type Answer, type FakeNode } from './fake-cluster.js';
 import { until } from './fake-clock.js';
+import { within } from '../support/within.js';
 
 const TOKEN = 'jobs-token-0123456789abcdef';
 
@@ -303,6 +304,30 @@ test('a leadership with a token below the floor fails the campaign with TOKEN_RE
   const lock = await client.acquire('a');
   n1.intercept = (req) => (req.op === 'campaign' ? { ok: true, result: { status: 'leader', token: lock.token, index: lock.token } } : undefined);
   await assert.rejects(client.election('e').campaign('v'), { code: 'TOKEN_REGRESSION' });
+});
+
+test('a node that answers a campaign "queued" at a low index and then says this client leads below the floor: TOKEN_REGRESSION, the candidacy withdrawn', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const [n1] = cluster.nodes as [FakeNode, FakeNode];
+  const { client, violations } = await watchedClient(cluster);
+  const other = await cluster.client({ endpoints: [cluster.nodes[1]!.url] });
+  const held = await client.acquire('a');
+  await other.election('e').campaign('theirs');
+  // n1 queues the campaign in the cluster but answers it as queued at index 1, and reads the
+  // election as led by this client at token 2: after the index it claimed, below the floor.
+  const ours = client.sessionId!;
+  n1.intercept = (req, conn) => {
+    if (req.op === 'observe') return { ok: true, result: { election: 'e', leader: ours, value: 'ours', token: 2 } };
+    if (req.op !== 'campaign') return undefined;
+    cluster.apply(req, conn);
+    return { ok: true, result: { status: 'queued', position: 1, index: 1 } };
+  };
+  const campaign = client.election('e').campaign('ours');
+  await assert.rejects(within(campaign, 3_000, () => 'the campaign to settle'), { code: 'TOKEN_REGRESSION' });
+  assert.ok(2 <= held.token, 'the leadership was below the floor');
+  assert.deepEqual(violations.map((v) => [v.kind, v.url]), [['TOKEN_REGRESSION', n1.url]]);
+  await until(() => cluster.requests('resign').some((r) => r.session === ours), 'a resign sent to withdraw the candidacy');
+  await until(() => !cluster.candidates('e').includes(ours), 'the candidacy withdrawn from the cluster');
 });
 
 test('without onTrustViolation, a violation is a process warning', async (t) => {
