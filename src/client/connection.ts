@@ -72,7 +72,7 @@ export interface ConnectionOptions {
   readonly clusterId?: () => string | null;
   /**
    * The URL was learned from a node (a member list or a hint), not given by the application:
-   * the token goes to it only after it proved it holds the token's digest (a probe hello
+   * the token goes to it only after it proved it holds the token's digest (a challenge hello
    * first: docs/protocol.md §3, "Proving a node"), and any refusal it answers with is its
    * own failing (UntrustedNodeError), never the client's credentials being wrong.
    */
@@ -292,7 +292,7 @@ export class Connection {
 
 /**
  * The hello exchange: the node's hello, once it is one this client may use. To a learned
- * URL, with a token: first a probe (a challenge, no token) whose proof must check for the
+ * URL, with a token: first a challenge hello (no token) whose proof must check for the
  * pinned cluster and the URL dialled, then the hello with the token. The proof costs one
  * round trip per connection to a learned member, and only there: seeds are the
  * application's own choice and get the token in the first hello, as before.
@@ -318,11 +318,11 @@ async function greet(url: string, options: ConnectionOptions, ask: (body: Reques
   if (learned && token !== undefined) {
     const digest = tokenDigest(token);
     const nonce = randomBytes(NONCE_BYTES);
-    const probe = read(await ask({ op: 'hello', version: PROTOCOL_VERSION, challenge: { tokenId: tokenIdOf(digest), nonce } }), 'probe');
-    if (!proofMatches(probe.proof, digest, probe.clusterId, url, nonce)) {
+    const challenged = read(await ask({ op: 'hello', version: PROTOCOL_VERSION, challenge: { tokenId: tokenIdOf(digest), nonce } }), 'challenge hello');
+    if (!proofMatches(challenged.proof, digest, challenged.clusterId, url, nonce)) {
       throw untrusted(
         'UNPROVEN_NODE',
-        `${url}, a learned member, did not prove it holds this client's token (${probe.proof === undefined ? 'no proof: a node without auth, an older version, or not a member' : 'a wrong proof: not a member, or its client URL is not the one it is listed with'}): the token was not sent and it is not used`,
+        `${url}, a learned member, did not prove it holds this client's token (${challenged.proof === undefined ? 'no proof: a node without auth, an older version, or not a member' : 'a wrong proof: not a member, or its client URL is not the one it is listed with'}): the token was not sent and it is not used`,
       );
     }
   }

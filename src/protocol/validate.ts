@@ -237,14 +237,14 @@ export function parseRequest(x: unknown): ParsedRequest {
   }
 }
 
-/** A hello, or a probe (a challenge and no token: node-proof.ts). A probe authenticates
+/** A hello, or a challenge hello (a challenge and no token: node-proof.ts), which authenticates
  *  nothing, so a token in it would be ignored: refused instead, so that nobody believes it
  *  was used. */
 function parseHello(id: number, f: Fields): Request {
   const version = f.uint('version');
   const token = f.optString('token', false);
   if (!f.has('challenge')) return withoutUndefined({ id, op: 'hello' as const, version, token });
-  if (token !== undefined) throw new Invalid('INVALID_ARGUMENT', 'hello: a challenge (a probe) carries no token; send the token in a later hello');
+  if (token !== undefined) throw new Invalid('INVALID_ARGUMENT', 'hello: a challenge carries no token; send the token in a later hello');
   const c = f.map('challenge', '{tokenId, nonce}');
   return { id, op: 'hello', version, challenge: { tokenId: c.fixedBytes('tokenId', TOKEN_ID_BYTES), nonce: c.fixedBytes('nonce', NONCE_BYTES) } };
 }

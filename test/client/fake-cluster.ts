@@ -68,7 +68,7 @@ export class FakeNode {
   intercept: Intercept | null = null;
   /** The cluster this node's hello answers for (default the cluster's). */
   clusterId: string | null = null;
-  /** The tokens this node can prove it holds when probed, as a node with them in its `auth`
+  /** The tokens this node can prove it holds when challenged, as a node with them in its `auth`
    *  section does (the server's TokenRegistry); null: none, as a node with auth off. */
   tokens: readonly string[] | null = null;
   /** The client URL this node proves for (default its own: a relay proves for another). */
@@ -243,7 +243,7 @@ export class FakeCluster {
         const node = conn.node;
         const clusterId = node.clusterId ?? this.clusterId;
         if (req.challenge) {
-          // A probe, answered as request-dispatch.ts answers it, with the server's registry.
+          // A challenge hello, answered as request-dispatch.ts answers it, with the server's registry.
           const registry = node.tokens && new TokenRegistry(node.tokens.map((token, i) => ({ name: `t${i}`, token, prefixes: null, readOnly: false, admin: false })));
           const proof = registry?.prove(req.challenge.tokenId, req.challenge.nonce, clusterId, node.provesAs ?? node.url);
           if (proof === null) return err('UNAUTHENTICATED', 'no token of this cluster has the id in the challenge');

@@ -85,7 +85,7 @@ test('a learned member that cannot prove it holds the token is never sent it, no
   assert.deepEqual(
     toN2.map((r) => [r.op, r.token === undefined, r.challenge !== undefined]),
     toN2.map(() => ['hello', true, true]),
-    'n2 got probes only: a challenge, never the token, no attach',
+    'n2 got challenge hellos only, never the token, no attach',
   );
   assert.deepEqual(violations.map((v) => [v.kind, v.url]), [['UNPROVEN_NODE', n2.url]]);
   // n3 proved, then got the token in a second hello, then the session.
@@ -107,7 +107,7 @@ test('a learned member relaying the challenge to a real node is refused: the pro
   assert.match(violations[0]!.message, /wrong proof/);
 });
 
-test('a learned member refusing the probe is set aside, not taken for bad credentials', async (t) => {
+test('a learned member refusing the challenge is set aside, not taken for bad credentials', async (t) => {
   const { cluster, n1, n2, n3 } = await learnedMembers(t);
   n2.tokens = ['some-other-token-0123456789']; // answers UNAUTHENTICATED to our token's id
   const { client } = await watchedClient(cluster, { endpoints: [n1.url], authToken: TOKEN });

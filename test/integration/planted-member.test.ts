@@ -187,7 +187,7 @@ describe('a member planted with addMember', () => {
     await lock.release();
     assertKeptOut(voterForeign, 'the voter of another cluster');
     assertKeptOut(voterCopy, 'the voter with the copied cluster id');
-    assert.ok(voterCopy.sent('hello').every((f) => f.challenge !== undefined), 'every hello to it was a probe');
+    assert.ok(voterCopy.sent('hello').every((f) => f.challenge !== undefined), 'every hello to it was a challenge hello');
     assert.deepEqual(
       violations.map((v) => [v.kind, v.url]).sort(),
       [

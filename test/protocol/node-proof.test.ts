@@ -1,4 +1,4 @@
-// The probe's proof (src/protocol/node-proof.ts) is part of the protocol: clients in other
+// The proof a node gives a challenge hello (src/protocol/node-proof.ts) is part of the protocol: clients in other
 // languages compute it from docs/protocol.md, so the page's test vector is checked here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

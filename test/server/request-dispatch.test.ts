@@ -143,20 +143,20 @@ test('a hello lists the voters, never a learner: an admin token alone makes a le
   ]);
 });
 
-test('a probe proves the token digest for this node\'s own client URL and authenticates nothing', async () => {
+test('a challenge hello is answered with the proof of the token digest for this node\'s own client URL and authenticates nothing', async () => {
   const token = 'jobs-token-0123456789abcdef';
   const authed = validateConfig({ ...rawConfig, auth: { tokens: [{ name: 'jobs', token, prefixes: ['jobs/'] }] } }, '.');
   const { d } = setup({ role: 'leader' });
   const conn = new ClientGate(authed, pino({ level: 'silent' }), () => ({}) as never).open({ id: 1, remoteAddress: '127.0.0.1' });
   const digest = tokenDigest(token);
   const nonce = new Uint8Array(16).fill(7);
-  const probe = await d.serve(conn, { id: 1, op: 'hello', version: 1, challenge: { tokenId: tokenIdOf(digest), nonce } }, null);
-  assert.ok(probe.ok, 'answered');
-  const hello = probe.result as HelloResult;
+  const challenged = await d.serve(conn, { id: 1, op: 'hello', version: 1, challenge: { tokenId: tokenIdOf(digest), nonce } }, null);
+  assert.ok(challenged.ok, 'answered');
+  const hello = challenged.result as HelloResult;
   assert.deepEqual([hello.clusterId, hello.leader, hello.members], ['dispatch', null, []], 'names no leader and no member before authentication');
   assert.ok(proofMatches(hello.proof, digest, 'dispatch', 'ws://127.0.0.1:7001', nonce), "the proof is n1's, for n1's client URL");
   assert.ok(!proofMatches(hello.proof, digest, 'dispatch', 'ws://127.0.0.1:7002', nonce), 'and for no other URL');
-  assert.equal(conn.who, null, 'the probe authenticated nothing');
+  assert.equal(conn.who, null, 'the challenge hello authenticated nothing');
   const unknown = await d.serve(conn, { id: 2, op: 'hello', version: 1, challenge: { tokenId: tokenIdOf(tokenDigest('another-token-0123456789')), nonce } }, null);
   assert.equal(code(unknown), 'UNAUTHENTICATED');
   // With auth off there is no token to prove anything with.

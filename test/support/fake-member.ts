@@ -1,7 +1,7 @@
 // A planted member: a websocket server on 127.0.0.1 that speaks just enough of the client
 // protocol to pass for a node and hand out fake grants. It answers every hello as the leader
-// of `clusterId` (a foreign one, or the real one copied: a cluster id is no secret), a probe
-// with a proof it cannot make (random bytes), attach and keepalives as if it knew every
+// of `clusterId` (a foreign one, or the real one copied: a cluster id is no secret), a challenge
+// hello with a proof it cannot make (random bytes), attach and keepalives as if it knew every
 // session, and every acquire and campaign with `grantToken`. It records every frame it is
 // sent, so a test can tell whether a client gave it a token or a session.
 import { randomBytes } from 'node:crypto';

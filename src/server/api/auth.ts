@@ -54,7 +54,7 @@ export class TokenRegistry {
   }
 
   /**
-   * A probe's answer (src/protocol/node-proof.ts): the proof that this node holds the digest
+   * The answer to a challenge hello (src/protocol/node-proof.ts): the proof that this node holds the digest
    * of the token `tokenId` names, for this node's `clientUrl` in `clusterId`; null when no
    * token has that id. Every entry is compared, as in authenticate.
    */

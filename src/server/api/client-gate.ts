@@ -108,7 +108,7 @@ export class ConnectionGate {
   }
 
   /**
-   * A probe's proof for this node (request-dispatch.ts probe): null with auth off (no token
+   * The proof for this node asked by a challenge hello (request-dispatch.ts answerChallenge): null with auth off (no token
    * to prove with), 'unknownToken' when no configured token has the challenge's id.
    */
   prove(challenge: HelloChallenge, clusterId: string, clientUrl: string): Uint8Array | null | 'unknownToken' {

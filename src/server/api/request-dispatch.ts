@@ -30,8 +30,8 @@ function unsupportedVersion(req: Extract<Request, { op: 'hello' }>): Answer<neve
   return req.version === PROTOCOL_VERSION ? null : fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
 }
 
-/** A hello with a challenge: a probe (node-proof.ts). */
-function isProbe(req: Request): req is Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge } {
+/** A hello with a challenge (node-proof.ts). */
+function isChallenge(req: Request): req is Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge } {
   return req.op === 'hello' && req.challenge !== undefined;
 }
 
@@ -66,11 +66,11 @@ export class RequestDispatcher {
 
   /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
   async serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>> {
-    const refused = isProbe(req) ? null : await this.admit(gate, req);
+    const refused = isChallenge(req) ? null : await this.admit(gate, req);
     const ans: Answer<R['op']> = refused
       ? fail(refused.code, refused.message)
-      : isProbe(req)
-        ? (this.probe(gate, req) as Answer<R['op']>) // as in handle: the case's op is R's
+      : isChallenge(req)
+        ? (this.answerChallenge(gate, req) as Answer<R['op']>) // as in handle: the case's op is R's
         : await this.handle(req, sink, gate.owner);
     gate.observe(req, ans);
     this.core.ops()?.onAnswered(req.op, ans.ok ? null : ans.error.code);
@@ -177,20 +177,20 @@ export class RequestDispatcher {
   }
 
   /** A hello's answer: who this node is, in which cluster, at what timing; `said` adds the
-   *  leader and members (an ordinary hello) or the proof (a probe). */
+   *  leader and members (an ordinary hello) or the proof (a challenge hello). */
   private hello(said: Partial<HelloResult> & Pick<HelloResult, 'leader' | 'members'>): Answer<'hello'> {
     const { cfg } = this.core;
     return answer('hello', { nodeId: this.core.id, clusterId: cfg.clusterId, ...said, timing: { heartbeatMs: cfg.raft.heartbeatMs, electionTimeoutMs: cfg.raft.electionTimeoutMs } });
   }
 
   /**
-   * A probe (docs/protocol.md §3, "Proving a node"): this node proves it holds the digest of
+   * A challenge hello (docs/protocol.md §3, "Proving a node"): this node proves it holds the digest of
    * the client's token, for its own client URL, before the client sends the token. It is
    * answered to anyone (it costs one HMAC per token configured) and changes nothing about
    * who the connection is; it names no leader and no member, which an unauthenticated
    * connection may not learn. With auth off there is nothing to prove with: no proof.
    */
-  private probe(gate: ConnectionGate, req: Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge }): Answer<'hello'> {
+  private answerChallenge(gate: ConnectionGate, req: Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge }): Answer<'hello'> {
     const unsupported = unsupportedVersion(req);
     if (unsupported) return unsupported;
     const proof = gate.prove(req.challenge, this.core.cfg.clusterId, nodeById(this.core.cfg, this.core.id).clientUrl);
