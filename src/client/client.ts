@@ -23,6 +23,8 @@ import {
 import { ClusterLink } from './link.js';
 import { ClientLocks, readLock, type AcquireOptions, type Lock, type TryAcquireOptions } from './lock.js';
 import { SessionManager } from './session.js';
+import { TokenFloor } from './token-floor.js';
+import { warnProcess, type TrustViolation } from './trust.js';
 
 /** The session TTL when LockClientOptions.ttlMs is not given (the node's sessions.defaultTtlMs
  *  default is the same; a test checks they agree). */
@@ -58,8 +60,18 @@ export interface LockClientOptions {
   readonly failWhenAllRefuse?: boolean;
   /** Connect to the leader when a node names it (saves a forwarding hop per write). Default true. */
   readonly preferLeader?: boolean;
-  /** Sent in hello, for clusters that require authentication. */
+  /** Sent in hello, for clusters that require authentication. Given to the endpoints above;
+   *  to a member learned from the cluster only once it has proved it holds the token's
+   *  digest (docs/security.md, "What clients trust"). */
   readonly authToken?: string;
+  /** The cluster id to accept nodes of. Default: the one the first node reached answers
+   *  with; either way a node answering for another cluster is not used. */
+  readonly clusterId?: string;
+  /** Told when a node is set aside as untrusted: it answered for another cluster, a learned
+   *  member did not prove itself, a grant came with a token below the client's floor
+   *  (TOKEN_REGRESSION), or a node named a URL with less protection than the endpoints.
+   *  Default: process.emitWarning (type PalisadeTrustWarning). */
+  readonly onTrustViolation?: (violation: TrustViolation) => void;
   /** For wss:// endpoints: the CA that signs the nodes' certificates (default: the system's
    *  roots), and a client certificate for nodes that require one. PEM text or bytes. */
   readonly tls?: ClientTlsOptions;
@@ -134,9 +146,11 @@ export class LockClient {
         preferLeader: options.preferLeader ?? true,
         ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
         ...(options.failWhenAllRefuse ? { failWhenAllRefuse: true } : {}),
+        ...(options.clusterId === undefined ? {} : { clusterId: options.clusterId }),
+        onTrustViolation: options.onTrustViolation ?? warnProcess,
       },
       {
-        onEvent: (event) => this.dispatch(event),
+        onEvent: (event, url) => this.dispatch(event, url),
         prepare: (connection) => this.sessions.prepare(connection),
         onReady: () => {
           this.locks.recheckWaiters();
@@ -153,7 +167,7 @@ export class LockClient {
       requestTimeoutMs,
       clock,
     });
-    this.core = { clock, link: this.link, sessions: this.sessions, requestTimeoutMs };
+    this.core = { clock, link: this.link, sessions: this.sessions, requestTimeoutMs, floor: new TokenFloor() };
     this.locks = new ClientLocks(this.core);
     this.elections = new ElectionHub(this.core);
     this.watches = new WatchHub(this.core);
@@ -287,18 +301,18 @@ export class LockClient {
     if (this.closing) throw new ClientClosedError();
   }
 
-  private dispatch(event: ServerEvent): void {
+  private dispatch(event: ServerEvent, url: string): void {
     switch (event.event) {
       case 'granted':
       case 'released':
         // Events for a session that is not ours (an earlier one, or a stray) are ignored.
-        if (this.sessions.active?.id === event.session) this.locks.handleEvent(event);
+        if (this.sessions.active?.id === event.session) this.locks.handleEvent(event, url);
         return;
       case 'sessionExpired':
         this.sessions.expiredByServer(event.session);
         return;
       case 'electionChanged':
-        this.elections.handleEvent(event);
+        this.elections.handleEvent(event, url);
         return;
       case 'kvChanged':
         this.watches.handleEvent(event);

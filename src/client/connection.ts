@@ -1,7 +1,10 @@
 // One WebSocket to one node: frame ids, matching responses to requests, and handing server
 // events upward. It knows nothing of sessions, retries or other nodes (link.ts does).
+import { randomBytes } from 'node:crypto';
 import type { HelloResult, Request, RequestBody, Response, ServerEvent, WireError } from '../protocol/client-protocol.js';
-import { PROTOCOL_VERSION } from '../protocol/client-protocol.js';
+import { NONCE_BYTES, PROTOCOL_VERSION } from '../protocol/client-protocol.js';
+import { proofMatches, tokenDigest, tokenIdOf } from '../protocol/node-proof.js';
+import type { TrustViolation } from './trust.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { waitFor } from './wait.js';
 import { errorFromWire } from './errors.js';
@@ -44,12 +47,36 @@ interface Pending {
   readonly sentAt?: number;
 }
 
+/**
+ * The node is not to be trusted: it answered for another cluster, or (a learned member) did
+ * not prove it holds the client's token. Internal: the link sets the node aside and reports
+ * the violation; callers never see it, only an UnavailableError naming it if no node serves.
+ */
+export class UntrustedNodeError extends ConnectionLostError {
+  readonly violation: TrustViolation;
+  constructor(violation: TrustViolation) {
+    super(violation.message);
+    this.name = 'UntrustedNodeError';
+    this.violation = violation;
+  }
+}
+
 export interface ConnectionOptions {
   readonly WebSocket: WebSocketConstructor;
   readonly clock: Clock;
   /** Bound on opening the socket plus the hello exchange. */
   readonly connectTimeoutMs: number;
   readonly authToken?: string;
+  /** The cluster the node must answer for (the client's pin), read when the node answers;
+   *  null: any (before the first connection). */
+  readonly clusterId?: () => string | null;
+  /**
+   * The URL was learned from a node (a member list or a hint), not given by the application:
+   * the token goes to it only after it proved it holds the token's digest (a challenge hello
+   * first: docs/protocol.md §3, "Proving a node"), and any refusal it answers with is its
+   * own failing (UntrustedNodeError), never the client's credentials being wrong.
+   */
+  readonly learned?: boolean;
 }
 
 const WS_OPEN = 1;
@@ -130,7 +157,8 @@ export class Connection {
     this.close();
   }
 
-  /** Opens a socket to `url` and says hello. Rejects with ConnectionLostError or the node's typed error. */
+  /** Opens a socket to `url` and says hello (greet). Rejects with ConnectionLostError (an
+   *  UntrustedNodeError when the node may not be used) or the node's typed error. */
   static open(url: string, options: ConnectionOptions): Promise<Connection> {
     const { clock } = options;
     return new Promise<Connection>((resolve, reject) => {
@@ -194,31 +222,26 @@ export class Connection {
         for (const p of pending.values()) p.reject(new ConnectionLostError(`connection to ${url} closed`));
         pending.clear();
       });
-      ws.addEventListener('open', () => {
-        const hello: Request = {
-          id: 1,
-          op: 'hello',
-          version: PROTOCOL_VERSION,
-          ...(options.authToken === undefined ? {} : { token: options.authToken }),
-        };
-        pending.set(1, {
-          resolve: (response) => {
-            if (settled) return;
-            if (!response.ok) return fail(errorFromWire(helloRefusal(response.error, url, options.authToken !== undefined)));
-            const result = parseHello(response.result);
-            if (!result) return fail(new ConnectionLostError(`malformed hello answer from ${url}`));
-            settled = true;
-            clock.clearTimeout(timer);
-            connection = new Connection(url, ws, clock, result, pending, 2);
-            resolve(connection);
-          },
-          reject: fail,
+      let nextId = 1;
+      /** One request before the connection exists (the hellos); its response, ok or not. */
+      const ask = (body: RequestBody): Promise<Response> =>
+        new Promise<Response>((resolveAsk, rejectAsk) => {
+          const id = nextId++;
+          pending.set(id, { resolve: resolveAsk, reject: rejectAsk });
+          try {
+            ws.send(encodeFrame({ id, ...body } as Request));
+          } catch (e) {
+            rejectAsk(new ConnectionLostError(`cannot send to ${url}: ${(e as Error).message}`));
+          }
         });
-        try {
-          ws.send(encodeFrame(hello));
-        } catch (e) {
-          fail(new ConnectionLostError(`cannot send to ${url}: ${(e as Error).message}`));
-        }
+      ws.addEventListener('open', () => {
+        greet(url, options, ask).then((hello) => {
+          if (settled) return;
+          settled = true;
+          clock.clearTimeout(timer);
+          connection = new Connection(url, ws, clock, hello, pending, nextId);
+          resolve(connection);
+        }, fail);
       });
     });
   }
@@ -267,6 +290,45 @@ export class Connection {
   }
 }
 
+/**
+ * The hello exchange: the node's hello, once it is one this client may use. To a learned
+ * URL, with a token: first a challenge hello (no token) whose proof must check for the
+ * pinned cluster and the URL dialled, then the hello with the token. The proof costs one
+ * round trip per connection to a learned member, and only there: seeds are the
+ * application's own choice and get the token in the first hello, as before.
+ */
+async function greet(url: string, options: ConnectionOptions, ask: (body: RequestBody) => Promise<Response>): Promise<HelloResult> {
+  const { authToken: token, learned = false } = options;
+  const untrusted = (kind: TrustViolation['kind'], message: string): UntrustedNodeError => new UntrustedNodeError({ kind, url, message });
+  const sameCluster = (hello: HelloResult): HelloResult => {
+    const pinned = options.clusterId?.() ?? null;
+    if (pinned === null || hello.clusterId === pinned) return hello;
+    throw untrusted('CLUSTER_MISMATCH', `${url} answered for cluster ${JSON.stringify(hello.clusterId)}, not ${JSON.stringify(pinned)}, the cluster this client is pinned to: not used`);
+  };
+  const read = (response: Response, what: string): HelloResult => {
+    if (!response.ok) {
+      const refusal = errorFromWire(helloRefusal(response.error, url, what === 'hello' && token !== undefined));
+      if (!learned) throw refusal;
+      throw untrusted('UNPROVEN_NODE', `${url}, a learned member, refused the ${what} (${refusal.code}: ${refusal.message}): not used`);
+    }
+    const hello = parseHello(response.result);
+    if (!hello) throw new ConnectionLostError(`malformed ${what} answer from ${url}`);
+    return sameCluster(hello);
+  };
+  if (learned && token !== undefined) {
+    const digest = tokenDigest(token);
+    const nonce = randomBytes(NONCE_BYTES);
+    const challenged = read(await ask({ op: 'hello', version: PROTOCOL_VERSION, challenge: { tokenId: tokenIdOf(digest), nonce } }), 'challenge hello');
+    if (!proofMatches(challenged.proof, digest, challenged.clusterId, url, nonce)) {
+      throw untrusted(
+        'UNPROVEN_NODE',
+        `${url}, a learned member, did not prove it holds this client's token (${challenged.proof === undefined ? 'no proof: a node without auth, an older version, or not a member' : 'a wrong proof: not a member, or its client URL is not the one it is listed with'}): the token was not sent and it is not used`,
+      );
+    }
+  }
+  return read(await ask({ op: 'hello', version: PROTOCOL_VERSION, ...(token === undefined ? {} : { token }) }), 'hello');
+}
+
 /** A refused hello, in words that say what to fix (the code is kept for callers that branch). */
 function helloRefusal(error: WireError, url: string, sentToken: boolean): WireError {
   if (error.code !== 'UNAUTHENTICATED') return error;
@@ -313,6 +375,7 @@ function parseHello(v: unknown): HelloResult | null {
     leader: typeof r.leader === 'string' ? r.leader : null,
     members,
     ...(timing ? { timing } : {}),
+    ...(r.proof instanceof Uint8Array ? { proof: r.proof } : {}),
   };
 }
 

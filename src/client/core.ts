@@ -4,6 +4,7 @@
 import type { Clock } from './clock.js';
 import type { ClusterLink } from './link.js';
 import type { SessionManager } from './session.js';
+import type { TokenFloor } from './token-floor.js';
 
 export interface ClientCore {
   readonly clock: Clock;
@@ -11,6 +12,8 @@ export interface ClientCore {
   readonly sessions: SessionManager;
   /** Default bound on one operation's retries. */
   readonly requestTimeoutMs: number;
+  /** The highest token of any grant this client accepted: grants are judged by it. */
+  readonly floor: TokenFloor;
 }
 
 /** Deadline for an operation that starts now with the client's default timeout. */

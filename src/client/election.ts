@@ -12,6 +12,7 @@ import {
   PalisadeError,
   SessionExpiredError,
   TimeoutError,
+  TokenRegressionError,
 } from './errors.js';
 import { AsyncQueue } from './queue.js';
 import type { Session } from './session.js';
@@ -37,13 +38,16 @@ export interface ElectionObserver extends AsyncIterableIterator<ElectionState> {
   close(): void;
 }
 
-/** `index` is the event's log index, or null for a state read from a node (always current). */
-type StateListener = (state: ElectionState, index: number | null) => void;
+/** `index` is the event's log index, or null for a state read from a node (always current);
+ *  `url` the node that told it. */
+type StateListener = (state: ElectionState, index: number | null, url: string) => void;
 
 /** One server subscription to an election, shared by observers, campaigns and leaderships. */
 class ElectionWatch {
   readonly name: string;
   state: ElectionState | null = null;
+  /** The node that told `state`. */
+  source = '';
   refs = 0;
   private lastIndex = 0;
   private readonly listeners = new Set<StateListener>();
@@ -57,24 +61,25 @@ class ElectionWatch {
     return () => this.listeners.delete(listener);
   }
 
-  applyEvent(state: ElectionState, index: number): void {
+  applyEvent(state: ElectionState, index: number, url: string): void {
     // Events reach a client once per node it has been connected to: keep each index once.
     if (index <= this.lastIndex) return;
     this.lastIndex = index;
-    this.set(state, index);
+    this.set(state, index, url);
   }
 
   /**
    * A state a node read at least as late as every event it sent before the answer (events
    * and answers share one ordered connection), so it supersedes them.
    */
-  applyRead(state: ElectionState): void {
-    this.set(state, null);
+  applyRead(state: ElectionState, url: string): void {
+    this.set(state, null, url);
   }
 
-  private set(state: ElectionState, index: number | null): void {
+  private set(state: ElectionState, index: number | null, url: string): void {
     this.state = state;
-    for (const listener of [...this.listeners]) listener(state, index);
+    this.source = url;
+    for (const listener of [...this.listeners]) listener(state, index, url);
   }
 }
 
@@ -191,12 +196,16 @@ export class Election {
     let handedOver = false;
     try {
       const session = await this.core.sessions.ensure(defaultDeadline(this.core), signal);
+      // A leadership's token is a fencing token like a lock's: above the floor as it stood
+      // when the campaign was first sent (token-floor.ts).
+      const floor = this.core.floor.current;
       let queuedIndex = 0;
       let token: number;
       try {
         const result = await this.core.sessions.sequenced(() => ({ op: 'campaign', election: this.name, value }), {
           session,
           deadline: defaultDeadline(this.core),
+          vet: (answer, url) => (isRecord(answer) && answer.status === 'leader' && typeof answer.token === 'number' ? this.core.floor.check(answer.token, floor, this.name, url) : null),
           ...(signal ? { signal } : {}),
         });
         if (!isRecord(result) || typeof result.index !== 'number') throw new PalisadeError('INTERNAL', 'malformed campaign answer');
@@ -204,15 +213,23 @@ export class Election {
           token = result.token;
         } else if (result.status === 'queued') {
           queuedIndex = result.index;
-          token = await waitForLeadership(watch, session, queuedIndex, signal);
+          const elected = await waitForLeadership(watch, session, queuedIndex, signal);
+          const refused = this.core.floor.check(elected.token, floor, this.name, elected.url);
+          if (refused) {
+            this.core.link.distrust(elected.url, { kind: 'TOKEN_REGRESSION', url: elected.url, message: refused.message });
+            throw refused;
+          }
+          token = elected.token;
         } else {
           throw new PalisadeError('INTERNAL', 'malformed campaign answer');
         }
       } catch (e) {
-        // Given up while queued (or with the campaign's outcome unknown): leave the queue,
-        // or step down if elected meanwhile, so no leadership is held for nobody.
-        if ((signal?.aborted || e instanceof TimeoutError) && session.isLive) {
-          const settled = await this.withdraw(watch, session, queuedIndex);
+        // Given up while queued (or with the campaign's outcome unknown, or told by a node
+        // that is not the cluster): leave the queue, or step down if elected meanwhile, so no
+        // leadership is held for nobody.
+        if ((signal?.aborted || e instanceof TimeoutError || e instanceof TokenRegressionError) && session.isLive) {
+          // A refused leadership is no news of the cluster's: its state is read instead.
+          const settled = await this.withdraw(watch, session, queuedIndex, !(e instanceof TokenRegressionError));
           if (!settled) {
             handedOver = true;
             void this.resignWhenElected(watch, session, queuedIndex, passTurn);
@@ -271,8 +288,10 @@ export class Election {
   /**
    * Withdraws a candidacy (resign without token). CONFLICT means we are no candidate: elected
    * meanwhile (then resign as leader) or never queued. False when the outcome is unknown.
+   * `trustWatch`: whether the watch's state may be taken for the cluster's (not after a
+   * leadership was refused below the floor: then the leader is read).
    */
-  private async withdraw(watch: ElectionWatch, session: Session, queuedIndex: number): Promise<boolean> {
+  private async withdraw(watch: ElectionWatch, session: Session, queuedIndex: number, trustWatch: boolean): Promise<boolean> {
     try {
       await this.core.sessions.sequenced(() => ({ op: 'resign', election: this.name }), {
         session,
@@ -284,7 +303,7 @@ export class Election {
       if (!(e instanceof ConflictError)) return false;
     }
     try {
-      const state = watch.state !== null && watch.state.leader === session.id ? watch.state : await this.leader();
+      const state = trustWatch && watch.state !== null && watch.state.leader === session.id ? watch.state : await this.leader();
       if (state.leader === session.id && state.token !== null && state.token > queuedIndex) {
         await resignByToken(this.core, session, this.name, state.token);
       }
@@ -297,7 +316,7 @@ export class Election {
   /** Fallback when a withdrawal's outcome is unknown: step down as soon as elected. */
   private async resignWhenElected(watch: ElectionWatch, session: Session, queuedIndex: number, passTurn: () => void): Promise<void> {
     try {
-      const token = await waitForLeadership(watch, session, queuedIndex);
+      const { token } = await waitForLeadership(watch, session, queuedIndex);
       await resignByToken(this.core, session, this.name, token);
     } catch {
       // The session ended: it left the queue with it.
@@ -308,19 +327,20 @@ export class Election {
   }
 }
 
-/** Resolves with our token once the watch shows this session leading by an entry after `queuedIndex`. */
-function waitForLeadership(watch: ElectionWatch, session: Session, queuedIndex: number, signal?: AbortSignal): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
+/** Resolves with our token, and the node that told it, once the watch shows this session
+ *  leading by an entry after `queuedIndex`. */
+function waitForLeadership(watch: ElectionWatch, session: Session, queuedIndex: number, signal?: AbortSignal): Promise<{ token: number; url: string }> {
+  return new Promise<{ token: number; url: string }>((resolve, reject) => {
     const finish = (): void => {
       unlisten();
       signal?.removeEventListener('abort', onAbort);
       session.signal.removeEventListener('abort', onSessionEnd);
     };
-    const check = (state: ElectionState): void => {
+    const check = (state: ElectionState, url: string): void => {
       // Our leadership's token is the entry that made us leader: after we queued.
       if (state.leader === session.id && state.token !== null && state.token > queuedIndex) {
         finish();
-        resolve(state.token);
+        resolve({ token: state.token, url });
       }
     };
     const onAbort = (): void => {
@@ -331,12 +351,12 @@ function waitForLeadership(watch: ElectionWatch, session: Session, queuedIndex: 
       finish();
       reject(session.signal.reason);
     };
-    const unlisten = watch.listen((state) => check(state));
+    const unlisten = watch.listen((state, _index, url) => check(state, url));
     signal?.addEventListener('abort', onAbort, { once: true });
     session.signal.addEventListener('abort', onSessionEnd, { once: true });
     if (signal?.aborted) return onAbort();
     if (session.signal.aborted) return onSessionEnd();
-    if (watch.state) check(watch.state);
+    if (watch.state) check(watch.state, watch.source);
   });
 }
 
@@ -377,8 +397,9 @@ export class ElectionHub {
     return this.subscriptions.get(watch) ?? Promise.resolve();
   }
 
-  handleEvent(e: Extract<ServerEvent, { event: 'electionChanged' }>): void {
-    this.watches.get(e.election)?.applyEvent({ leader: e.leader, value: e.value, token: e.token }, e.index);
+  /** An electionChanged event pushed by the node at `url`. */
+  handleEvent(e: Extract<ServerEvent, { event: 'electionChanged' }>, url: string): void {
+    this.watches.get(e.election)?.applyEvent({ leader: e.leader, value: e.value, token: e.token }, e.index, url);
   }
 
   /** A new connection carries no subscriptions: renew them; the answers re-read each state. */
@@ -392,10 +413,11 @@ export class ElectionHub {
   }
 
   private subscribe(watch: ElectionWatch): void {
+    let url = '';
     const done = this.core.link
-      .call(() => ({ op: 'observe', election: watch.name }), { deadline: defaultDeadline(this.core) })
+      .call(() => ({ op: 'observe', election: watch.name }), { deadline: defaultDeadline(this.core), answeredBy: (from) => (url = from) })
       .then((result) => {
-        if (this.watches.get(watch.name) === watch) watch.applyRead(parseState(result));
+        if (this.watches.get(watch.name) === watch) watch.applyRead(parseState(result), url);
       });
     done.catch(() => {
       // The next reconnect subscribes again.

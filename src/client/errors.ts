@@ -10,7 +10,8 @@ export type ClientErrorCode =
   | 'LOCK_TIMEOUT'
   | 'LOCK_LOST'
   | 'IN_DOUBT'
-  | 'CLIENT_CLOSED';
+  | 'CLIENT_CLOSED'
+  | 'TOKEN_REGRESSION';
 
 export interface PalisadeErrorOptions {
   readonly cause?: unknown;
@@ -149,6 +150,37 @@ export class InDoubtError extends PalisadeError {
     this.idempotencyKey = idempotencyKey;
     this.attempt = attempt;
     this.token = token;
+  }
+}
+
+/**
+ * A node answered a grant (a lock, or a leadership) whose fencing token is not above the
+ * highest token this client had already accepted from its cluster when it asked: tokens are
+ * log indexes, and an entry appended after the client saw token T has an index above T, so
+ * such a grant is not one the cluster made (docs/protocol.md §7, "The client's token
+ * floor"). Nothing is held: the SDK withdraws whatever the request may have done in the
+ * real cluster, and sets the node that answered aside. A definite error: do not retry
+ * against the same node; the next call goes to another.
+ */
+export class TokenRegressionError extends PalisadeError {
+  /** The lock or election the grant was for. */
+  readonly lockName: string;
+  /** The token the node answered. */
+  readonly token: number;
+  /** The highest token this client had accepted when it sent the request. */
+  readonly floor: number;
+  /** The node that answered (its client URL). */
+  readonly url: string;
+  constructor(lockName: string, token: number, floor: number, url: string) {
+    super(
+      'TOKEN_REGRESSION',
+      `${url} granted ${JSON.stringify(lockName)} with fencing token ${token}, not above ${floor}, the highest this client had accepted from its cluster before asking: refused, and the node is set aside`,
+    );
+    this.name = 'TokenRegressionError';
+    this.lockName = lockName;
+    this.token = token;
+    this.floor = floor;
+    this.url = url;
   }
 }
 

@@ -48,8 +48,10 @@ export {
   PermissionDeniedError,
   UnauthenticatedError,
   ClientClosedError,
+  TokenRegressionError,
   type ClientErrorCode,
 } from './errors.js';
+export type { TrustViolation, TrustViolationKind } from './trust.js';
 export { systemClock, type Clock, type TimerHandle } from './clock.js';
 export type { WebSocketLike, WebSocketConstructor } from './connection.js';
 export type {

@@ -6,7 +6,9 @@ import type { HelloResult, ServerEvent, WireError } from '../protocol/client-pro
 import type { Clock, TimerHandle } from './clock.js';
 import { DeadlineReached, sleep, waitFor } from './wait.js';
 import { attemptTimeoutFor, livenessFor, watchLiveness } from './liveness.js';
-import { Connection, ConnectionLostError, type ConnectionOptions, type RequestBody, type WebSocketConstructor } from './connection.js';
+import { Connection, ConnectionLostError, UntrustedNodeError, type ConnectionOptions, type RequestBody, type WebSocketConstructor } from './connection.js';
+import { learnedUrlProblem, seedTransport, type SeedTransport } from './endpoint-policy.js';
+import type { TrustViolation } from './trust.js';
 import { scoutFor, scoutWhenLate } from './scout.js';
 import { cooldownFor, EndpointCooldown } from './cooldown.js';
 import {
@@ -15,6 +17,7 @@ import {
   PalisadeError,
   PermissionDeniedError,
   TimeoutError,
+  TokenRegressionError,
   UnauthenticatedError,
   UnavailableError,
 } from './errors.js';
@@ -36,10 +39,15 @@ export interface LinkOptions {
   readonly authToken?: string;
   /** Until the first connection: give up as soon as every endpoint refused (see LockClientOptions). */
   readonly failWhenAllRefuse?: boolean;
+  /** The cluster to accept nodes of; default the one the first node reached answers for. */
+  readonly clusterId?: string;
+  /** Told of every node set aside as untrusted (trust.ts). */
+  readonly onTrustViolation: (violation: TrustViolation) => void;
 }
 
 export interface LinkHooks {
-  onEvent(event: ServerEvent): void;
+  /** A server event, pushed by the node at `url`. */
+  onEvent(event: ServerEvent, url: string): void;
   /** Runs on each new connection before it serves callers (re-attaches the session). Throwing rejects the node. */
   prepare(connection: Connection): Promise<void>;
   /** A new connection is serving callers: re-subscribe, re-read what may have been missed. */
@@ -50,6 +58,11 @@ export interface CallOptions {
   /** On the link's clock; Infinity for "until answered". */
   readonly deadline: number;
   readonly signal?: AbortSignal;
+  /** Judges an ok answer before it is returned, given the URL of the node that answered: a
+   *  TokenRegressionError it returns sets that node aside and is thrown to the caller. */
+  readonly vet?: (result: unknown, url: string) => TokenRegressionError | null;
+  /** Told the URL of the node whose ok answer is returned. */
+  readonly answeredBy?: (url: string) => void;
 }
 
 /** Codes after which the same request is tried on another node. */
@@ -57,11 +70,30 @@ const RETRY_ELSEWHERE = new Set<WireError['code']>(['NOT_LEADER', 'UNAVAILABLE',
 
 const MAX_INTERNAL_RETRIES = 2;
 
+/**
+ * How long a node that proved untrustworthy (another cluster's, an unproven learned member,
+ * a grant below the token floor) is not dialled, whatever else fails meanwhile: unlike a
+ * node that is down, it answers, and would be dialled again at every round otherwise.
+ */
+export const UNTRUSTED_SET_ASIDE_MS = 60_000;
+
+/** Learned URLs refused by the policy that are remembered, so each is reported once. */
+const MAX_REMEMBERED_INSECURE = 256;
+
 export class ClusterLink {
   private readonly options: LinkOptions;
   private readonly hooks: LinkHooks;
   private readonly clock: Clock;
   private readonly endpoints: string[];
+  /** The endpoints the application gave; every other one was learned from a node. */
+  private readonly seeds: ReadonlySet<string>;
+  /** What protection the seeds give, which a learned URL must match (endpoint-policy.ts). */
+  private readonly seedTransport: SeedTransport;
+  /** The cluster every node must answer for: the option, or the first hello's. */
+  private clusterId: string | null;
+  /** Nodes set aside as untrusted, until when; and learned URLs refused by the policy. */
+  private readonly untrusted = new Map<string, number>();
+  private readonly insecureUrls = new Set<string>();
   private cursor: number;
   /** Where to connect next, ahead of the rotation (a leader hint). */
   private preferredUrl: string | null = null;
@@ -94,6 +126,9 @@ export class ClusterLink {
     this.clock = options.clock;
     this.cooldown = new EndpointCooldown(options.clock);
     this.endpoints = [...new Set(options.endpoints)];
+    this.seeds = new Set(this.endpoints);
+    this.seedTransport = seedTransport(this.endpoints);
+    this.clusterId = options.clusterId ?? null;
     this.cursor = Math.floor(options.random() * this.endpoints.length);
   }
 
@@ -157,6 +192,12 @@ export class ClusterLink {
       }
       if (response.ok) {
         this.failures = 0;
+        const refused = options.vet?.(response.result, connection.url) ?? null;
+        if (refused) {
+          this.distrust(connection.url, { kind: 'TOKEN_REGRESSION', url: connection.url, message: refused.message });
+          throw refused;
+        }
+        options.answeredBy?.(connection.url);
         return response.result;
       }
       const error = response.error;
@@ -180,6 +221,21 @@ export class ClusterLink {
   abandon(connection: Connection, hint?: WireError['leaderHint']): void {
     if (hint?.clientUrl) this.preferEndpoint(hint.clientUrl);
     connection.close(); // its onClose moves the link on
+  }
+
+  /**
+   * Sets `url` aside as untrusted for UNTRUSTED_SET_ASIDE_MS and reports why (once per
+   * setting aside); the connection to it, if it serves, is dropped and the link moves on.
+   */
+  distrust(url: string, violation: TrustViolation): void {
+    if (!this.isUntrusted(url)) this.options.onTrustViolation(violation);
+    this.untrusted.set(url, this.clock.now() + UNTRUSTED_SET_ASIDE_MS);
+    if (this.preferredUrl === url) this.preferredUrl = null;
+    if (this.current?.url === url) this.current.close();
+  }
+
+  private isUntrusted(url: string): boolean {
+    return (this.untrusted.get(url) ?? -Infinity) > this.clock.now();
   }
 
   close(): void {
@@ -262,7 +318,7 @@ export class ClusterLink {
       // A leader that just failed us (the node we lost, or one that refused) is named by a
       // follower that has not noticed yet: staying here is better, as this node holds the
       // request until the next leader is elected and forwards it there.
-      const leaderUsable = leaderUrl !== null && leaderUrl !== url && !this.cooldown.isCooling(leaderUrl);
+      const leaderUsable = leaderUrl !== null && leaderUrl !== url && this.endpoints.includes(leaderUrl) && !this.cooldown.isCooling(leaderUrl) && !this.isUntrusted(leaderUrl);
       if (this.options.preferLeader && !redirectedToLeader && leaderUsable) {
         // Once per round: a stale hello must not bounce the client between nodes.
         redirectedToLeader = true;
@@ -270,12 +326,12 @@ export class ClusterLink {
         connection.close();
         continue;
       }
-      connection.onEvent = (event) => this.hooks.onEvent(event);
+      connection.onEvent = (event) => this.hooks.onEvent(event, url);
       const unwatch = watchLiveness(connection, this.clock, livenessFor(connection.hello));
       const unscout = scoutWhenLate(connection, this.clock, scoutFor(connection.hello), {
         // A node that failed lately is not asked again each round: it is down, not leading
         // elsewhere, until its time is up.
-        others: () => this.endpoints.filter((u) => u !== url && !this.cooldown.isCooling(u)),
+        others: () => this.endpoints.filter((u) => u !== url && !this.cooldown.isCooling(u) && !this.isUntrusted(u)),
         dial: (other, timeoutMs) => this.open(other, this.connectionOptions(timeoutMs)),
         found: (leader) => {
           this.preferEndpoint(leader);
@@ -317,8 +373,9 @@ export class ClusterLink {
     const lateMs = livenessFor(this.lastHello).silentAfterMs;
     const options = this.connectionOptions(this.options.connectTimeoutMs);
     const tried = new Set<string>();
-    // When every endpoint failed lately, none is set aside (this dial came after a backoff).
-    const everyCooling = this.endpoints.every((u) => this.cooldown.isCooling(u));
+    // When every endpoint failed lately, none is set aside (this dial came after a backoff);
+    // an untrusted one stays aside whatever else fails.
+    const everyCooling = this.endpoints.every((u) => this.cooldown.isCooling(u) || this.isUntrusted(u));
     let dialing = 0;
     return waitFor<Connection>({ clock: this.clock, deadline: Infinity, signal: this.stopping.signal }, (resolve, reject) => {
       let timer: TimerHandle | undefined;
@@ -361,6 +418,10 @@ export class ClusterLink {
         timer = this.clock.setTimeout(next, lateMs);
       };
       next();
+      if (tried.size === 0) {
+        done = true;
+        reject(new ConnectionLostError(`no endpoint may be dialled: every one is set aside as untrusted (${this.endpoints.join(', ')})`));
+      }
       return () => {
         done = true;
         if (timer !== undefined) this.clock.clearTimeout(timer);
@@ -368,16 +429,24 @@ export class ClusterLink {
     });
   }
 
-  /** Opens a connection, noting whether the node is up (cooldown.ts). */
+  /**
+   * Opens a connection, noting whether the node is up (cooldown.ts) and whether it may be
+   * trusted (connection.ts greet): it must answer for the pinned cluster, and a learned URL
+   * must prove it holds the token before it is given it. The first node to say hello pins
+   * the cluster (dials run side by side; the first to answer is the one used).
+   */
   private async open(url: string, options: ConnectionOptions): Promise<Connection> {
+    let connection: Connection;
     try {
-      const connection = await Connection.open(url, options);
-      this.cooldown.succeeded(url);
-      return connection;
+      connection = await Connection.open(url, { ...options, clusterId: () => this.clusterId, learned: !this.seeds.has(url) });
     } catch (e) {
-      if (!(e instanceof PalisadeError)) this.cooldown.failed(url, cooldownFor(this.lastHello));
+      if (e instanceof UntrustedNodeError) this.distrust(url, e.violation);
+      else if (!(e instanceof PalisadeError)) this.cooldown.failed(url, cooldownFor(this.lastHello));
       throw e;
     }
+    this.clusterId ??= connection.hello.clusterId;
+    this.cooldown.succeeded(url);
+    return connection;
   }
 
   private connectionOptions(connectTimeoutMs: number): ConnectionOptions {
@@ -436,7 +505,7 @@ export class ClusterLink {
    * then none is); null when there is none.
    */
   private untried(tried: ReadonlySet<string>, everyCooling: boolean): string | null {
-    const usable = (url: string): boolean => !tried.has(url) && (everyCooling || !this.cooldown.isCooling(url));
+    const usable = (url: string): boolean => !tried.has(url) && !this.isUntrusted(url) && (everyCooling || !this.cooldown.isCooling(url));
     const preferred = this.preferredUrl;
     this.preferredUrl = null;
     if (preferred !== null && usable(preferred)) return preferred;
@@ -449,17 +518,35 @@ export class ClusterLink {
   }
 
   /** Where to connect next. A hint naming a node that just failed us is stale (the node
-   *  giving it has not noticed yet): it is not followed. */
+   *  giving it has not noticed yet): it is not followed; nor one the client may not dial. */
   private preferEndpoint(url: string): void {
-    if (!this.endpoints.includes(url)) this.endpoints.push(url);
-    if (!this.cooldown.isCooling(url)) this.preferredUrl = url;
+    if (!this.learn(url)) return;
+    if (!this.cooldown.isCooling(url) && !this.isUntrusted(url)) this.preferredUrl = url;
   }
 
   /** A node's member list names nodes the caller may not have listed: fail over to them too. */
   private learnMembers(hello: HelloResult): void {
-    for (const member of hello.members) {
-      if (member.clientUrl && !this.endpoints.includes(member.clientUrl)) this.endpoints.push(member.clientUrl);
+    for (const member of hello.members) if (member.clientUrl) this.learn(member.clientUrl);
+  }
+
+  /**
+   * Adds a URL a node named to the endpoints, if the client may dial it: with the seeds'
+   * protection (endpoint-policy.ts). A refused one is reported once. True when it is an endpoint.
+   */
+  private learn(url: string): boolean {
+    if (this.endpoints.includes(url)) return true;
+    const problem = learnedUrlProblem(url, this.seedTransport);
+    if (problem === null) {
+      this.endpoints.push(url);
+      return true;
     }
+    if (!this.insecureUrls.has(url)) {
+      // Bounded: a node may list any number of URLs; past the bound one may be reported again.
+      if (this.insecureUrls.size >= MAX_REMEMBERED_INSECURE) this.insecureUrls.clear();
+      this.insecureUrls.add(url);
+      this.options.onTrustViolation({ kind: 'INSECURE_ENDPOINT', url, message: `a node named ${problem}: not dialled` });
+    }
+    return false;
   }
 
   private leaderUrl(hello: HelloResult): string | null {

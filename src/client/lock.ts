@@ -15,6 +15,7 @@ import {
   PalisadeError,
   SessionExpiredError,
   TimeoutError,
+  TokenRegressionError,
   UnavailableError,
   ClientClosedError,
 } from './errors.js';
@@ -164,24 +165,35 @@ interface Turn {
   handedOff: boolean;
 }
 
+/** A grant as a node told it: the token, and the node's URL (to set it aside if it lies). */
+interface GrantNews {
+  readonly token: number;
+  readonly url: string;
+}
+
 /** An acquire in flight: where its grant will be recorded, whichever way it arrives. */
 class Waiter {
   readonly session: Session;
+  /** The token floor when the acquire was first sent: its grant must be above it (token-floor.ts). */
+  readonly floor: number;
   /** Index of the entry that queued us; a grant counts only from a later entry. */
   queuedIndex: number | null = null;
   /** Highest-index `granted` event seen for this name (it may precede the `queued` answer). */
-  grantEvent: { token: number; index: number } | null = null;
+  grantEvent: (GrantNews & { readonly index: number }) | null = null;
   /** Grant confirmed by reading the lock after a reconnect. */
-  confirmedToken: number | null = null;
+  confirmed: GrantNews | null = null;
+  /** The grant told was refused (below the floor): it says nothing of what the cluster holds. */
+  refused = false;
   wake: () => void = () => {};
 
-  constructor(session: Session) {
+  constructor(session: Session, floor: number) {
     this.session = session;
+    this.floor = floor;
   }
 
-  get grantedToken(): number | null {
-    if (this.confirmedToken !== null) return this.confirmedToken;
-    if (this.queuedIndex !== null && this.grantEvent && this.grantEvent.index > this.queuedIndex) return this.grantEvent.token;
+  get grant(): GrantNews | null {
+    if (this.confirmed !== null) return this.confirmed;
+    if (this.queuedIndex !== null && this.grantEvent && this.grantEvent.index > this.queuedIndex) return this.grantEvent;
     return null;
   }
 }
@@ -222,17 +234,30 @@ export class ClientLocks {
     checkAcquire(name, options);
     const passTurn = this.turns.tryTake(name);
     if (!passTurn) return null; // this client holds or is acquiring it
+    const turn: Turn = { pass: passTurn, handedOff: false };
     try {
       const session = await this.core.sessions.ensure(defaultDeadline(this.core), options.signal);
       const waiter = this.register(name, session);
+      let withdrawing = false;
       try {
-        const result = parseAcquireResult(
-          await this.core.sessions.sequenced(() => acquireBody(name, options, false), {
-            session,
-            deadline: defaultDeadline(this.core),
-            ...(options.signal ? { signal: options.signal } : {}),
-          }),
-        );
+        let result: AcquireResult;
+        try {
+          result = parseAcquireResult(
+            await this.core.sessions.sequenced(() => acquireBody(name, options, false), {
+              session,
+              deadline: defaultDeadline(this.core),
+              vet: this.vetGrant(name, waiter),
+              ...(options.signal ? { signal: options.signal } : {}),
+            }),
+          );
+        } catch (e) {
+          // A refused grant says nothing of what the cluster did with the request: undo it.
+          if (e instanceof TokenRegressionError) {
+            withdrawing = true;
+            await this.withdrawWithin(name, waiter, turn);
+          }
+          throw e;
+        }
         if (result.status === 'granted') return this.grant(session, name, result.token, options.mode ?? 'exclusive', passTurn);
         if (result.status === 'busy') {
           passTurn();
@@ -244,20 +269,20 @@ export class ClientLocks {
         passTurn();
         return null;
       } finally {
-        this.unregister(name, waiter);
+        if (!withdrawing || !turn.handedOff) this.unregister(name, waiter);
       }
     } catch (e) {
-      passTurn();
+      if (!turn.handedOff) passTurn();
       throw e;
     }
   }
 
-  /** A granted/released event for the client's current session. */
-  handleEvent(e: Extract<ServerEvent, { event: 'granted' | 'released' }>): void {
+  /** A granted/released event for the client's current session, pushed by the node at `url`. */
+  handleEvent(e: Extract<ServerEvent, { event: 'granted' | 'released' }>, url: string): void {
     if (e.event === 'granted') {
       const waiter = this.waiters.get(e.name);
       if (waiter && waiter.session.id === e.session) {
-        if (!waiter.grantEvent || e.index > waiter.grantEvent.index) waiter.grantEvent = { token: e.token, index: e.index };
+        if (!waiter.grantEvent || e.index > waiter.grantEvent.index) waiter.grantEvent = { token: e.token, index: e.index, url };
         waiter.wake();
         return;
       }
@@ -278,11 +303,12 @@ export class ClientLocks {
   /** After a reconnect: a grant may have happened while no connection carried its event. */
   recheckWaiters(): void {
     for (const [name, waiter] of this.waiters) {
-      if (waiter.queuedIndex === null || waiter.grantedToken !== null) continue;
-      void this.readGrant(name, waiter.session)
+      if (waiter.queuedIndex === null || waiter.grant !== null) continue;
+      let url = '';
+      void this.readGrant(name, waiter.session, false, (answeredBy) => (url = answeredBy))
         .then((token) => {
           if (token !== null && this.waiters.get(name) === waiter) {
-            waiter.confirmedToken = token;
+            waiter.confirmed = { token, url };
             waiter.wake();
           }
         })
@@ -316,13 +342,15 @@ export class ClientLocks {
           await sessions.sequenced(() => acquireBody(name, options, true), {
             session,
             deadline: requestDeadline,
+            vet: this.vetGrant(name, waiter),
             ...(options.signal ? { signal: options.signal } : {}),
           }),
         );
       } catch (e) {
-        // In doubt (it may have queued or granted after all): undo whatever it did.
+        // In doubt (it may have queued or granted after all, a refused grant too: the node
+        // that answered it is not the cluster): undo whatever it did.
         let withdrawn = true;
-        if (e instanceof TimeoutError || options.signal?.aborted) {
+        if (e instanceof TimeoutError || e instanceof TokenRegressionError || options.signal?.aborted) {
           withdrawing = true;
           withdrawn = await this.withdrawWithin(name, waiter, turn);
         }
@@ -333,10 +361,10 @@ export class ClientLocks {
       if (result.status === 'busy') throw new PalisadeError('INTERNAL', 'a waiting acquire was answered busy');
       waiter.queuedIndex = result.index;
       try {
-        const token = await this.waitForGrant(waiter, waitDeadline, options.signal);
+        const token = await this.waitForGrant(name, waiter, waitDeadline, options.signal);
         return this.grant(session, name, token, mode, turn.pass);
       } catch (e) {
-        if (e instanceof DeadlineReached || options.signal?.aborted) {
+        if (e instanceof DeadlineReached || e instanceof TokenRegressionError || options.signal?.aborted) {
           withdrawing = true;
           const withdrawn = await this.withdrawWithin(name, waiter, turn);
           if (e instanceof DeadlineReached) throw timedOut(withdrawn);
@@ -376,13 +404,22 @@ export class ClientLocks {
     return false;
   }
 
-  /** Resolves with the granted token; rejects on deadline (DeadlineReached), abort, session end or close. */
-  private waitForGrant(waiter: Waiter, deadline: number, signal?: AbortSignal): Promise<number> {
+  /**
+   * Resolves with the granted token; rejects on deadline (DeadlineReached), abort, session
+   * end or close, and with TokenRegressionError when the grant's token is not above the
+   * waiter's floor (the node that told it is set aside).
+   */
+  private waitForGrant(name: string, waiter: Waiter, deadline: number, signal?: AbortSignal): Promise<number> {
     const sessionSignal = waiter.session.signal;
     return waitFor<number>({ clock: this.core.clock, deadline, signal }, (resolve, reject) => {
       const check = (): void => {
-        const token = waiter.grantedToken;
-        if (token !== null) resolve(token);
+        const grant = waiter.grant;
+        if (grant === null) return;
+        const refused = this.core.floor.check(grant.token, waiter.floor, name, grant.url);
+        if (refused === null) return resolve(grant.token);
+        waiter.refused = true;
+        this.core.link.distrust(grant.url, { kind: 'TOKEN_REGRESSION', url: grant.url, message: refused.message });
+        reject(refused);
       };
       const onSessionEnd = (): void => reject(sessionSignal.reason);
       waiter.wake = check;
@@ -416,19 +453,21 @@ export class ClientLocks {
       }
       mayHold = true; // not waiting: granted meanwhile, or never queued
     }
-    let token = waiter.grantedToken ?? waiter.grantEvent?.token ?? null;
+    // A refused grant is no news of the cluster's: what it holds for us is read.
+    let token = waiter.refused ? null : (waiter.grant?.token ?? waiter.grantEvent?.token ?? null);
     if (token === null && mayHold) token = await this.readGrant(name, session, true);
     if (token !== null) await releaseByToken(this.core, session, name, token).catch(() => {});
   }
 
   /**
    * The token `session` holds `name` with, by a linearizable read, or null. With `persist`,
-   * reads again until answered while the session lives (null once it is over).
+   * reads again until answered while the session lives (null once it is over). `answeredBy`
+   * is told which node answered.
    */
-  private async readGrant(name: string, session: Session, persist = false): Promise<number | null> {
+  private async readGrant(name: string, session: Session, persist = false, answeredBy?: (url: string) => void): Promise<number | null> {
     for (;;) {
       try {
-        const info = await readLock(this.core, name);
+        const info = await readLock(this.core, name, undefined, answeredBy);
         return info.holders.find((h) => h.session === session.id)?.token ?? null;
       } catch (e) {
         if (!persist) throw e;
@@ -438,8 +477,16 @@ export class ClientLocks {
     }
   }
 
+  /**
+   * The check of an acquire's answer (link.ts vet): a grant must come with a token above the
+   * floor the acquire was first sent with (token-floor.ts).
+   */
+  private vetGrant(name: string, waiter: Waiter): (result: unknown, url: string) => TokenRegressionError | null {
+    return (result, url) => (isGrant(result) ? this.core.floor.check(result.token, waiter.floor, name, url) : null);
+  }
+
   private register(name: string, session: Session): Waiter {
-    const waiter = new Waiter(session);
+    const waiter = new Waiter(session, this.core.floor.current);
     this.waiters.set(name, waiter);
     return waiter;
   }
@@ -466,10 +513,14 @@ export class ClientLocks {
   }
 }
 
-/** Linearizable read of a lock: holders, waiters, token. */
-export async function readLock(core: ClientCore, name: string, timeoutMs?: number): Promise<LockInfo> {
+/** Linearizable read of a lock: holders, waiters, token. `answeredBy` is told which node answered. */
+export async function readLock(core: ClientCore, name: string, timeoutMs?: number, answeredBy?: (url: string) => void): Promise<LockInfo> {
   const deadline = timeoutMs === undefined ? defaultDeadline(core) : core.clock.now() + timeoutMs;
-  return parseLockInfo(name, await core.link.call(() => ({ op: 'get', name }), { deadline }));
+  return parseLockInfo(name, await core.link.call(() => ({ op: 'get', name }), { deadline, ...(answeredBy ? { answeredBy } : {}) }));
+}
+
+function isGrant(v: unknown): v is { status: 'granted'; token: number } {
+  return isRecord(v) && v.status === 'granted' && typeof v.token === 'number';
 }
 
 function acquireBody(name: string, options: TryAcquireOptions, wait: boolean) {

@@ -17,7 +17,7 @@ import type { SessionResult } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { ConnectionLostError, type Connection, type RequestBody } from './connection.js';
 import { ClientClosedError, errorFromWire, PalisadeError, SessionExpiredError, UnavailableError } from './errors.js';
-import type { ClusterLink } from './link.js';
+import type { CallOptions, ClusterLink } from './link.js';
 import { anySignal } from './signals.js';
 import { DeadlineReached, within } from './wait.js';
 
@@ -41,6 +41,8 @@ export interface SequencedOptions {
   readonly signal?: AbortSignal;
   /** The session to speak for; default the current one (opened if need be). */
   readonly session?: Session;
+  /** Judges the answer (link.ts CallOptions.vet). */
+  readonly vet?: CallOptions['vet'];
 }
 
 /** One lease on the cluster. Locks and leaderships belong to exactly one session. */
@@ -190,7 +192,7 @@ export class SessionManager {
       return await this.link.call(
         // The added fields go first: spread-then-add is ~1 µs a request on Node 20 (see Message in raft.ts).
         () => ({ session: session.id, seq, ackedSeq: session.ackedSeq, ...makeBody() }) as RequestBody,
-        { deadline: options.deadline, signal: linked?.signal ?? session.signal },
+        { deadline: options.deadline, signal: linked?.signal ?? session.signal, ...(options.vet ? { vet: options.vet } : {}) },
       );
     } catch (e) {
       if (e instanceof SessionExpiredError) this.endSession(session, e, false);

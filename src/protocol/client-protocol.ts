@@ -78,7 +78,10 @@ export interface Sequenced {
 }
 
 export type Request =
-  | { id: number; op: 'hello'; version: number; token?: string }
+  /** With `challenge` (and no token), a challenge hello: the node proves it holds the digest of the
+   *  client's token (`proof` in the result, src/protocol/node-proof.ts) and authenticates
+   *  nothing; the client sends its token in a second hello only once the proof checks. */
+  | { id: number; op: 'hello'; version: number; token?: string; challenge?: HelloChallenge }
   | { id: number; op: 'status' }
   | { id: number; op: 'openSession'; ttlMs?: number; label?: string }
   | { id: number; op: 'attach'; session: number }
@@ -135,11 +138,25 @@ export type RequestBody = WithoutId<Request>;
 
 // ---- results --------------------------------------------------------------------------
 
+/** Bytes of a challenge's token id and nonce, and of the node's proof (node-proof.ts). */
+export const TOKEN_ID_BYTES = 16;
+export const NONCE_BYTES = 16;
+export const PROOF_BYTES = 32;
+
+/** A challenge hello's question: which token (its id, node-proof.ts tokenIdOf) and a fresh nonce. */
+export interface HelloChallenge {
+  readonly tokenId: Uint8Array;
+  readonly nonce: Uint8Array;
+}
+
 export interface HelloResult {
   readonly nodeId: string;
   readonly clusterId: string;
   readonly leader: string | null;
+  /** The voters and their client URLs (learners are not listed until promoted). */
   readonly members: readonly { readonly id: string; readonly clientUrl: string }[];
+  /** The answer to a challenge (absent on an ordinary hello, and where auth is off). */
+  readonly proof?: Uint8Array;
   /** The cluster's Raft timing, so that clients notice a silent node at the cluster's pace
    *  (absent from older nodes). */
   readonly timing?: { readonly heartbeatMs: number; readonly electionTimeoutMs: number };

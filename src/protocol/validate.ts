@@ -5,6 +5,8 @@
 // described as an error.
 import {
   MAX_STRING_BYTES,
+  NONCE_BYTES,
+  TOKEN_ID_BYTES,
   type ErrorCode,
   type Fence,
   type LockMode,
@@ -152,6 +154,13 @@ class Fields {
     return v;
   }
 
+  /** Binary of exactly `length` bytes. */
+  fixedBytes(name: string, length: number): Uint8Array {
+    const v = this.get(name);
+    if (!(v instanceof Uint8Array) || v.length !== length) this.fail(name, `${length} bytes of binary (msgpack bin)`);
+    return v;
+  }
+
   /** A field that is nil/absent or else a value of the given reader. */
   orNull<T>(name: string, read: (name: string) => T): T | null {
     return this.has(name) ? read(name) : null;
@@ -167,10 +176,15 @@ class Fields {
     return this.oneOf<LockMode>(name, ['exclusive', 'shared']);
   }
 
-  fence(name: string): Fence {
+  /** The fields of a nested map. */
+  map(name: string, shape: string): Fields {
     const v = this.get(name);
-    if (!isPlainObject(v)) this.fail(name, 'a map {lock, token}');
-    const f = new Fields(v, `${this.where}.${name}`);
+    if (!isPlainObject(v)) this.fail(name, `a map ${shape}`);
+    return new Fields(v, `${this.where}.${name}`);
+  }
+
+  fence(name: string): Fence {
+    const f = this.map(name, '{lock, token}');
     return { lock: f.string('lock', true), token: f.uint('token', 1) };
   }
 
@@ -239,10 +253,22 @@ export function parseRequest(x: unknown): ParsedRequest {
   }
 }
 
+/** A hello, or a challenge hello (a challenge and no token: node-proof.ts), which authenticates
+ *  nothing, so a token in it would be ignored: refused instead, so that nobody believes it
+ *  was used. */
+function parseHello(id: number, f: Fields): Request {
+  const version = f.uint('version');
+  const token = f.optString('token', false);
+  if (!f.has('challenge')) return withoutUndefined({ id, op: 'hello' as const, version, token });
+  if (token !== undefined) throw new Invalid('INVALID_ARGUMENT', 'hello: a challenge carries no token; send the token in a later hello');
+  const c = f.map('challenge', '{tokenId, nonce}');
+  return { id, op: 'hello', version, challenge: { tokenId: c.fixedBytes('tokenId', TOKEN_ID_BYTES), nonce: c.fixedBytes('nonce', NONCE_BYTES) } };
+}
+
 function parseOp(id: number, op: Op, f: Fields): Request {
   switch (op) {
     case 'hello':
-      return withoutUndefined({ id, op, version: f.uint('version'), token: f.optString('token', false) });
+      return parseHello(id, f);
     case 'status':
       return { id, op };
     case 'openSession':

@@ -20,6 +20,7 @@ import type { LockInfo, Request, ServerEvent, WireError } from '../../src/protoc
 import { isWriteRequest } from '../../src/protocol/ops.js';
 import { parseRequest } from '../../src/protocol/validate.js';
 import { Subscriptions, type EventSink } from '../../src/server/api/subscriptions.js';
+import { TokenRegistry } from '../../src/server/api/auth.js';
 import { answerFor, commandFor, freeLock, machineFail, pushedEvent, wireElection, wireLock } from '../../src/server/api/wire.js';
 
 const packr = new Packr({ useRecords: false });
@@ -65,6 +66,13 @@ export class FakeNode {
   url = '';
   readonly conns = new Set<FakeConn>();
   intercept: Intercept | null = null;
+  /** The cluster this node's hello answers for (default the cluster's). */
+  clusterId: string | null = null;
+  /** The tokens this node can prove it holds when challenged, as a node with them in its `auth`
+   *  section does (the server's TokenRegistry); null: none, as a node with auth off. */
+  tokens: readonly string[] | null = null;
+  /** The client URL this node proves for (default its own: a relay proves for another). */
+  provesAs: string | null = null;
   private wss: WebSocketServer | null = null;
 
   constructor(cluster: FakeCluster, id: string) {
@@ -128,6 +136,9 @@ export class FakeCluster {
   index = 0;
   /** What hello says about the leader. */
   leader: string | null = null;
+  /** What hello says of the cluster and its members. */
+  clusterId = 'test';
+  members: { id: string; clientUrl: string }[] = [];
 
   private readonly clients: LockClient[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -228,8 +239,18 @@ export class FakeCluster {
     const req: Request = parsed;
     const subs = this.subs;
     switch (req.op) {
-      case 'hello':
-        return { ok: true, result: { nodeId: conn.node.id, clusterId: 'test', leader: this.leader, members: [] } };
+      case 'hello': {
+        const node = conn.node;
+        const clusterId = node.clusterId ?? this.clusterId;
+        if (req.challenge) {
+          // A challenge hello, answered as request-dispatch.ts answers it, with the server's registry.
+          const registry = node.tokens && new TokenRegistry(node.tokens.map((token, i) => ({ name: `t${i}`, token, prefixes: null, readOnly: false, admin: false })));
+          const proof = registry?.prove(req.challenge.tokenId, req.challenge.nonce, clusterId, node.provesAs ?? node.url);
+          if (proof === null) return err('UNAUTHENTICATED', 'no token of this cluster has the id in the challenge');
+          return { ok: true, result: { nodeId: node.id, clusterId, leader: null, members: [], ...(proof ? { proof } : {}) } };
+        }
+        return { ok: true, result: { nodeId: node.id, clusterId, leader: this.leader, members: this.members } };
+      }
       case 'status':
         return { ok: true, result: { id: conn.node.id, role: 'leader', term: 1, leader: this.leader, commitIndex: this.index, appliedIndex: this.index, members: [], pid: 0 } };
       case 'attach':

@@ -64,6 +64,10 @@ describe('parseRequest', () => {
   test('every field is checked precisely', () => {
     const bad: [Record<string, unknown>, RegExp][] = [
       [{ id: 1, op: 'hello' }, /hello.version/],
+      [{ id: 1, op: 'hello', version: 1, token: 'x', challenge: { tokenId: new Uint8Array(16), nonce: new Uint8Array(16) } }, /no token/],
+      [{ id: 1, op: 'hello', version: 1, challenge: { tokenId: new Uint8Array(15), nonce: new Uint8Array(16) } }, /challenge.tokenId: expected 16 bytes/],
+      [{ id: 1, op: 'hello', version: 1, challenge: { tokenId: new Uint8Array(16), nonce: new Uint8Array(17) } }, /challenge.nonce/],
+      [{ id: 1, op: 'hello', version: 1, challenge: 'abc' }, /hello.challenge/],
       [{ id: 1, op: 'openSession', ttlMs: 0 }, /ttlMs/],
       [{ id: 1, op: 'openSession', ttlMs: '100' }, /ttlMs/],
       [{ id: 1, op: 'keepAlive', session: 0 }, /session/],

@@ -17,23 +17,25 @@ import { AppliedWaiters, ReadUnavailable, type ReadIndexBatcher } from '../../sr
 import { RequestDispatcher } from '../../src/server/api/request-dispatch.js';
 import { Subscriptions } from '../../src/server/api/subscriptions.js';
 import type { Answer } from '../../src/protocol/ops.js';
-import type { NodeStatus, Request } from '../../src/protocol/client-protocol.js';
+import type { HelloResult, MemberInfo, NodeStatus, Request } from '../../src/protocol/client-protocol.js';
+import type { MembershipAdmin } from '../../src/server/membership/membership-admin.js';
+import { ClientGate } from '../../src/server/api/client-gate.js';
+import { proofMatches, tokenDigest, tokenIdOf } from '../../src/protocol/node-proof.js';
 
-const cfg = validateConfig(
-  {
-    clusterId: 'dispatch',
-    secret: 'a-secret-of-this-test-0123456789',
-    nodes: ['n1', 'n2'].map((id, i) => ({ id, peerUrl: `ws://127.0.0.1:${7101 + i}`, clientUrl: `ws://127.0.0.1:${7001 + i}`, dataDir: id })),
-  },
-  '.',
-);
+const rawConfig = {
+  clusterId: 'dispatch',
+  secret: 'a-secret-of-this-test-0123456789',
+  nodes: ['n1', 'n2'].map((id, i) => ({ id, peerUrl: `ws://127.0.0.1:${7101 + i}`, clientUrl: `ws://127.0.0.1:${7001 + i}`, dataDir: id })),
+};
+const cfg = validateConfig(rawConfig, '.');
 
-function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFails?: boolean; leaderBatches?: boolean }) {
+function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFails?: boolean; leaderBatches?: boolean; members?: MemberInfo[] }) {
   const forwarded: Request[] = [];
   const batches: number[][] = [];
   const leaseBatch = new KeepAliveBatcher(async (sessions) => (batches.push([...sessions]), { ok: true, result: { ttls: sessions.map((s) => (s === 404 ? null : 5_000)) } }), 1);
   const leases = new LeaseKeeper(600);
-  const raft = { role: opts.role, leader: opts.role === 'leader' ? 'n1' : 'n2' } as unknown as RaftNode;
+  const confState = { voters: ['n1', 'n2'], learners: [] };
+  const raft = { role: opts.role, leader: opts.role === 'leader' ? 'n1' : 'n2', confState } as unknown as RaftNode;
   const members = new MemberDirectory([['n2', { peerUrl: 'ws://127.0.0.1:7102', clientUrl: 'ws://127.0.0.1:7002' }]]);
   const reads = {
     request: async () => {
@@ -55,7 +57,7 @@ function setup(opts: { role: 'leader' | 'follower'; stopping?: boolean; readFail
     stamp: () => 0,
     members: () => members,
     reads: () => reads,
-    admin: () => assert.fail('no admin op in these tests'),
+    admin: () => (opts.members ? ({ memberList: () => opts.members } as unknown as MembershipAdmin) : assert.fail('no admin op in these tests')),
     forwarder: () =>
       ({
         forward: async (req: Request): Promise<Answer> => (forwarded.push(req), { ok: true, result: 'forwarded' } as unknown as Answer),
@@ -126,4 +128,40 @@ test('a read no leader can confirm is UNAVAILABLE with a hint where the leader i
 test('an op nobody knows is UNKNOWN_OP', async () => {
   const { d } = setup({ role: 'leader' });
   assert.equal(code(await d.handle({ id: 1, op: 'frobnicate' } as unknown as Request, null)), 'UNKNOWN_OP');
+});
+
+test('a hello lists the voters, never a learner: an admin token alone makes a learner of any URL', async () => {
+  const members: MemberInfo[] = [
+    { id: 'n1', peerUrl: 'ws://127.0.0.1:7101', clientUrl: 'ws://127.0.0.1:7001', voter: true },
+    { id: 'n2', peerUrl: 'ws://127.0.0.1:7102', clientUrl: 'ws://127.0.0.1:7002', voter: true },
+    { id: 'planted', peerUrl: 'ws://127.0.0.1:9', clientUrl: 'ws://127.0.0.1:6666', voter: false },
+  ];
+  const { d } = setup({ role: 'leader', members });
+  const a = await d.handle({ id: 1, op: 'hello', version: 1 }, null);
+  assert.deepEqual(a.ok ? a.result.members : null, [
+    { id: 'n1', clientUrl: 'ws://127.0.0.1:7001' },
+    { id: 'n2', clientUrl: 'ws://127.0.0.1:7002' },
+  ]);
+});
+
+test('a challenge hello is answered with the proof of the token digest for this node\'s own client URL and authenticates nothing', async () => {
+  const token = 'jobs-token-0123456789abcdef';
+  const authed = validateConfig({ ...rawConfig, auth: { tokens: [{ name: 'jobs', token, prefixes: ['jobs/'] }] } }, '.');
+  const { d } = setup({ role: 'leader' });
+  const conn = new ClientGate(authed, pino({ level: 'silent' }), () => ({}) as never).open({ id: 1, remoteAddress: '127.0.0.1' });
+  const digest = tokenDigest(token);
+  const nonce = new Uint8Array(16).fill(7);
+  const challenged = await d.serve(conn, { id: 1, op: 'hello', version: 1, challenge: { tokenId: tokenIdOf(digest), nonce } }, null);
+  assert.ok(challenged.ok, 'answered');
+  const hello = challenged.result as HelloResult;
+  assert.deepEqual([hello.clusterId, hello.leader, hello.members], ['dispatch', null, []], 'names no leader and no member before authentication');
+  assert.ok(proofMatches(hello.proof, digest, 'dispatch', 'ws://127.0.0.1:7001', nonce), "the proof is n1's, for n1's client URL");
+  assert.ok(!proofMatches(hello.proof, digest, 'dispatch', 'ws://127.0.0.1:7002', nonce), 'and for no other URL');
+  assert.equal(conn.who, null, 'the challenge hello authenticated nothing');
+  const unknown = await d.serve(conn, { id: 2, op: 'hello', version: 1, challenge: { tokenId: tokenIdOf(tokenDigest('another-token-0123456789')), nonce } }, null);
+  assert.equal(code(unknown), 'UNAUTHENTICATED');
+  // With auth off there is no token to prove anything with.
+  const open = new ClientGate(cfg, pino({ level: 'silent' }), () => ({}) as never).open({ id: 2, remoteAddress: '127.0.0.1' });
+  const bare = await d.serve(open, { id: 3, op: 'hello', version: 1, challenge: { tokenId: tokenIdOf(digest), nonce } }, null);
+  assert.equal(bare.ok && (bare.result as HelloResult).proof, undefined);
 });

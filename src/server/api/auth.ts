@@ -2,11 +2,12 @@
 // `hello`; the token's entry in the config says which names it may use (prefixes) and
 // whether it may change anything (readOnly). docs/security.md explains the model and what
 // it does not cover (sessions are capabilities: see there).
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { Request, ServerEvent, WireError } from '../../protocol/client-protocol.js';
 import { permissionOf } from '../../protocol/ops.js';
 import type { TokenConfig } from '../../config/cluster-config.js';
 import type { MachineView } from './limits.js';
+import { nodeProof, tokenDigest, tokenIdOf } from '../../protocol/node-proof.js';
 
 /** An authenticated client identity: a token's name and its rights, never the token. */
 export interface Principal {
@@ -20,15 +21,14 @@ export interface Principal {
 /** Every client, when the config has no `auth` section. */
 export const UNAUTHENTICATED_CLIENT: Principal = Object.freeze({ name: '(auth off)', prefixes: null, readOnly: false, admin: true });
 
-const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
-
 /** The configured tokens, kept only as digests. */
 export class TokenRegistry {
-  private readonly entries: readonly { readonly digest: Buffer; readonly principal: Principal }[];
+  private readonly entries: readonly { readonly digest: Buffer; readonly id: Buffer; readonly principal: Principal }[];
 
   constructor(tokens: readonly TokenConfig[]) {
     this.entries = tokens.map((t) => ({
-      digest: sha256(t.token),
+      digest: tokenDigest(t.token),
+      id: tokenIdOf(tokenDigest(t.token)),
       principal: Object.freeze({
         name: t.name,
         prefixes: t.prefixes ? Object.freeze([...t.prefixes]) : null,
@@ -45,12 +45,25 @@ export class TokenRegistry {
    */
   authenticate(presented: string | undefined): Principal | null {
     if (presented === undefined) return null;
-    const digest = sha256(presented);
+    const digest = tokenDigest(presented);
     let found: Principal | null = null;
     for (const e of this.entries) {
       if (timingSafeEqual(e.digest, digest)) found = e.principal;
     }
     return found;
+  }
+
+  /**
+   * The answer to a challenge hello (src/protocol/node-proof.ts): the proof that this node holds the digest
+   * of the token `tokenId` names, for this node's `clientUrl` in `clusterId`; null when no
+   * token has that id. Every entry is compared, as in authenticate.
+   */
+  prove(tokenId: Uint8Array, nonce: Uint8Array, clusterId: string, clientUrl: string): Buffer | null {
+    let digest: Buffer | null = null;
+    for (const e of this.entries) {
+      if (e.id.length === tokenId.length && timingSafeEqual(e.id, tokenId)) digest = e.digest;
+    }
+    return digest && nodeProof(digest, clusterId, clientUrl, nonce);
   }
 }
 

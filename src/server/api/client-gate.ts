@@ -8,7 +8,7 @@
 // The per-session and per-lock counts are checked by the leader before it proposes an
 // acquire (limits.ts acquireLimitProblem), where the state is freshest.
 import type { Logger } from 'pino';
-import type { Request, ServerEvent, WireError } from '../../protocol/client-protocol.js';
+import type { HelloChallenge, Request, ServerEvent, WireError } from '../../protocol/client-protocol.js';
 import type { Answer } from '../../protocol/ops.js';
 import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
 import type { ClusterConfig } from '../../config/cluster-config.js';
@@ -37,6 +37,12 @@ export class ClientGate {
 
   open(conn: { readonly id: number; readonly remoteAddress: string }): ConnectionGate {
     return new ConnectionGate(this, conn, this.tokens === null ? UNAUTHENTICATED_CLIENT : null);
+  }
+
+  /** @internal */
+  prove(challenge: HelloChallenge, clusterId: string, clientUrl: string): Uint8Array | null | 'unknownToken' {
+    if (!this.tokens) return null;
+    return this.tokens.prove(challenge.tokenId, challenge.nonce, clusterId, clientUrl) ?? 'unknownToken';
   }
 
   /** @internal */
@@ -99,6 +105,14 @@ export class ConnectionGate {
       this.watches.problem(req) ??
       this.sessions.problem(req, this.gate.machineView)
     );
+  }
+
+  /**
+   * The proof for this node asked by a challenge hello (request-dispatch.ts answerChallenge): null with auth off (no token
+   * to prove with), 'unknownToken' when no configured token has the challenge's id.
+   */
+  prove(challenge: HelloChallenge, clusterId: string, clientUrl: string): Uint8Array | null | 'unknownToken' {
+    return this.gate.prove(challenge, clusterId, clientUrl);
   }
 
   /** Who owns the sessions this connection opens: its token's name, null with auth off. */

@@ -7,11 +7,11 @@
 import type { Logger } from 'pino';
 import { isMachineError, validateCommand, type LockMachine } from '../../lockfsm/index.js';
 import type { NodeId, RaftNode } from '../../raft/index.js';
-import type { NodeStatus, Request, WireError } from '../../protocol/client-protocol.js';
+import type { HelloChallenge, HelloResult, NodeStatus, Request, WireError } from '../../protocol/client-protocol.js';
 import { PROTOCOL_VERSION } from '../../protocol/client-protocol.js';
 import { answer, isWriteRequest, type Answer, type WriteRequest } from '../../protocol/ops.js';
 import type { ConnectionGate } from './client-gate.js';
-import type { ClusterConfig } from '../../config/cluster-config.js';
+import { nodeById, type ClusterConfig } from '../../config/cluster-config.js';
 import type { Forwarder } from '../replication/forwarding.js';
 import type { LeaseAnswer } from '../replication/lease-batch.js';
 import type { KeepAliveBatcher } from '../replication/keepalive-batch.js';
@@ -26,6 +26,16 @@ import type { EventSink, Subscriptions } from './subscriptions.js';
 import type { CommandProposer } from '../replication/command-proposer.js';
 import { settingsByKey } from '../../config/replicated-settings.js';
 import { UnknownSetting, answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
+
+/** The refusal of a hello in a protocol version this node does not speak. */
+function unsupportedVersion(req: Extract<Request, { op: 'hello' }>): Answer<never> | null {
+  return req.version === PROTOCOL_VERSION ? null : fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
+}
+
+/** A hello with a challenge (node-proof.ts). */
+function isChallenge(req: Request): req is Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge } {
+  return req.op === 'hello' && req.challenge !== undefined;
+}
 
 /** The node as request dispatch sees it (parts made at start are read through functions). */
 export interface DispatchCore {
@@ -61,8 +71,12 @@ export class RequestDispatcher {
 
   /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
   async serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>> {
-    const refused = await this.admit(gate, req);
-    const ans: Answer<R['op']> = refused ? fail(refused.code, refused.message) : await this.handle(req, sink, gate.owner);
+    const refused = isChallenge(req) ? null : await this.admit(gate, req);
+    const ans: Answer<R['op']> = refused
+      ? fail(refused.code, refused.message)
+      : isChallenge(req)
+        ? (this.answerChallenge(gate, req) as Answer<R['op']>) // as in handle: the case's op is R's
+        : await this.handle(req, sink, gate.owner);
     gate.observe(req, ans);
     this.core.ops()?.onAnswered(req.op, ans.ok ? null : ans.error.code);
     return ans;
@@ -99,8 +113,7 @@ export class RequestDispatcher {
     try {
       switch (req.op) {
         case 'hello':
-          if (req.version !== PROTOCOL_VERSION) return fail('INVALID_ARGUMENT', `protocol version ${req.version} not supported (this node speaks ${PROTOCOL_VERSION})`);
-          return answer(req.op, { nodeId: this.core.id, clusterId: this.core.cfg.clusterId, leader: this.core.raft().leader, members: this.core.admin().memberList().map((m) => ({ id: m.id, clientUrl: m.clientUrl })), timing: { heartbeatMs: this.core.cfg.raft.heartbeatMs, electionTimeoutMs: this.core.cfg.raft.electionTimeoutMs } });
+          return unsupportedVersion(req) ?? this.hello({ leader: this.core.raft().leader, members: this.advertisedMembers() });
         case 'status':
           return answer(req.op, this.core.status());
         case 'attach': {
@@ -175,6 +188,42 @@ export class RequestDispatcher {
     }
   }
 
+  /** A hello's answer: who this node is, in which cluster, at what timing; `said` adds the
+   *  leader and members (an ordinary hello) or the proof (a challenge hello). */
+  private hello(said: Partial<HelloResult> & Pick<HelloResult, 'leader' | 'members'>): Answer<'hello'> {
+    const { cfg } = this.core;
+    return answer('hello', { nodeId: this.core.id, clusterId: cfg.clusterId, ...said, timing: { heartbeatMs: cfg.raft.heartbeatMs, electionTimeoutMs: cfg.raft.electionTimeoutMs } });
+  }
+
+  /**
+   * A challenge hello (docs/protocol.md §3, "Proving a node"): this node proves it holds the digest of
+   * the client's token, for its own client URL, before the client sends the token. It is
+   * answered to anyone (it costs one HMAC per token configured) and changes nothing about
+   * who the connection is; it names no leader and no member, which an unauthenticated
+   * connection may not learn. With auth off there is nothing to prove with: no proof.
+   */
+  private answerChallenge(gate: ConnectionGate, req: Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge }): Answer<'hello'> {
+    const unsupported = unsupportedVersion(req);
+    if (unsupported) return unsupported;
+    const proof = gate.prove(req.challenge, this.core.cfg.clusterId, nodeById(this.core.cfg, this.core.id).clientUrl);
+    if (proof === 'unknownToken') return fail('UNAUTHENTICATED', 'no token of this cluster has the id in the challenge');
+    return this.hello({ leader: null, members: [], ...(proof === null ? {} : { proof }) });
+  }
+
+  /**
+   * The members a hello lists: voters only. A learner is not a member clients should use
+   * until it has caught up and been promoted, and an admin's addMember alone makes a
+   * learner of any URL; promotion needs a process that holds the cluster secret and the
+   * log (docs/security.md, "What clients trust").
+   */
+  private advertisedMembers(): HelloResult['members'] {
+    return this.core
+      .admin()
+      .memberList()
+      .filter((m) => m.voter)
+      .map((m) => ({ id: m.id, clientUrl: m.clientUrl }));
+  }
+
   unavailable(message: string): Answer<never> {
     const hint = this.leaderHint();
     return fail('UNAVAILABLE', message, hint ? { leaderHint: hint } : {});
@@ -182,7 +231,8 @@ export class RequestDispatcher {
 
   private leaderHint(): { id: string; clientUrl: string } | undefined {
     const l = this.core.raft().leader;
-    const u = l ? this.core.members().get(l) : undefined;
+    // A leader is a voter; the check keeps a hint from ever naming a learner (as hello).
+    const u = l && this.core.raft().confState.voters.includes(l) ? this.core.members().get(l) : undefined;
     return l && u ? { id: l, clientUrl: u.clientUrl } : undefined;
   }
 
