@@ -61,6 +61,7 @@ for (const [plant, pattern] of [
   ['localSettings', /state differs|hold different states|two holders|lease rule/],
   ['forwardTwice', /unexpected error|two holders|token order/],
   ['leaseWallClock', /lease rule|two holders/],
+  ['foreignGrant', /token order|two holders|acknowledged write lost/],
 ] as const) {
   test(`planted: ${plant} is caught`, async (t) => {
     for (let seed = 0; seed < 12; seed++) {

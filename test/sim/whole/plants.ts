@@ -6,14 +6,18 @@
 //  - forwardTwice: a follower hands the leader's answer to a forwarded request to another
 //    waiting request as well, so a request can get another command's answer;
 //  - leaseWallClock: the leader keeps session deadlines on its wall clock while keepalives
-//    renew them on its monotonic clock (a lease armed from the wrong clock).
+//    renew them on its monotonic clock (a lease armed from the wrong clock);
+//  - foreignGrant: the SDK neither pins the cluster id nor keeps a token floor, so a node of
+//    another cluster among its endpoints can hand it grants.
 import { decodeCommand, LockMachine, type Applied } from '../../../src/lockfsm/index.js';
 import { Forwarder, type PeerApp } from '../../../src/server/replication/forwarding.js';
 import { LeaderDuties } from '../../../src/server/leases/leader-duties.js';
 import type { NodeClock } from '../../../src/server/clock.js';
+import { Connection, type ConnectionOptions } from '../../../src/client/connection.js';
+import { TokenFloor } from '../../../src/client/token-floor.js';
 
-export type WholePlant = 'localSettings' | 'forwardTwice' | 'leaseWallClock';
-export const WHOLE_PLANTS: readonly WholePlant[] = ['localSettings', 'forwardTwice', 'leaseWallClock'];
+export type WholePlant = 'localSettings' | 'forwardTwice' | 'leaseWallClock' | 'foreignGrant';
+export const WHOLE_PLANTS: readonly WholePlant[] = ['localSettings', 'forwardTwice', 'leaseWallClock', 'foreignGrant'];
 
 /** The lock-delay a planted node's file gives, which marks its machine. */
 export const PLANTED_LOCK_DELAY_MS = 1_234;
@@ -47,6 +51,16 @@ export function plant(kind: WholePlant): () => void {
         original.call(this, from, p);
       };
       return () => void (Forwarder.prototype.onPeerApp = original);
+    }
+    case 'foreignGrant': {
+      const open = Connection.open;
+      const check = TokenFloor.prototype.check;
+      Connection.open = (url: string, options: ConnectionOptions) => open(url, { ...options, clusterId: () => null });
+      TokenFloor.prototype.check = () => null;
+      return () => {
+        Connection.open = open;
+        TokenFloor.prototype.check = check;
+      };
     }
     case 'leaseWallClock': {
       const proto = LeaderDuties.prototype as unknown as { now(this: { time: NodeClock }): number };

@@ -82,6 +82,8 @@ export async function runWholeSeed(o: WholeOptions): Promise<WholeResult> {
     nodes: o.nodes ?? (o.seed % 2 === 0 ? 3 : 5),
     rollingConfig: o.rollingConfig ?? o.seed % 3 === 0,
     ...(o.plant === 'localSettings' ? { plantedFile: { lockDelayMs: PLANTED_LOCK_DELAY_MS, maxSessions: 4 } } : {}),
+    // Every fourth seed gives the clients a foreign cluster's node among their endpoints.
+    foreign: o.plant === 'foreignGrant' || o.seed % 4 === 1,
     ...(o.trace ? { trace: o.trace } : {}),
   });
   const unplant = o.plant ? plant(o.plant) : () => {};
@@ -93,6 +95,7 @@ export async function runWholeSeed(o: WholeOptions): Promise<WholeResult> {
   let running = true;
   try {
     for (const id of world.ids) world.start(id);
+    world.startForeign();
     await s.runUntil(1_500);
 
     const clients: { name: string; clock: SimNodeClock; client: Promise<LockClient | null> }[] = [];
@@ -102,7 +105,8 @@ export async function runWholeSeed(o: WholeOptions): Promise<WholeResult> {
       const crng = new Prng(rng.u32());
       // Half the clients know only one node (their own zone's): what they send a follower is
       // forwarded to the leader. The others follow the leader.
-      const endpoints = i % 2 === 1 ? [world.endpoints[i % world.endpoints.length]!] : world.endpoints;
+      const own = i % 2 === 1 ? [world.endpoints[i % world.endpoints.length]!] : world.endpoints;
+      const endpoints = world.foreignUrl ? [...own, world.foreignUrl] : own;
       let sdk: LockClient | null = null;
       const WebSocket = watchExpiries(world.sockets.webSocketFor(name), (session) => {
         const deadline = sdkSafeDeadline(sdk, session);
@@ -110,7 +114,9 @@ export async function runWholeSeed(o: WholeOptions): Promise<WholeResult> {
         // (the client's clock converted to true time).
         if (deadline !== null && s.time < deadline / (1 + clock.drift)) history.expiredEarly(name, session, deadline / (1 + clock.drift));
       });
-      const client = LockClient.connect({ endpoints, WebSocket, clock: clock.sdk(), ttlMs: TTL_MS, random: () => crng.float(), requestTimeoutMs: 4_000 }).then(
+      // The clients are told which cluster they use (the SDK pins it), so a foreign node
+      // among their endpoints is refused however they reach it.
+      const client = LockClient.connect({ endpoints, clusterId: world.clusterId, WebSocket, clock: clock.sdk(), ttlMs: TTL_MS, random: () => crng.float(), requestTimeoutMs: 4_000, onTrustViolation: () => {} }).then(
         (c) => (sdk = c),
         () => null,
       );

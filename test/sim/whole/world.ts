@@ -21,6 +21,9 @@ export interface WorldOptions {
   readonly rollingConfig: boolean;
   /** `sessions` values of n2's file, for a planted bug that recognises its node by them. */
   readonly plantedFile?: Record<string, number>;
+  /** A one-node cluster of another clusterId, reachable at an endpoint the clients are
+   *  given among the real ones (a wrong seed list, a planted node). */
+  readonly foreign?: boolean;
   readonly trace?: (line: string) => void;
 }
 
@@ -86,6 +89,8 @@ export class World {
   readonly net: MemoryNetwork;
   readonly sockets: MemorySockets;
   readonly clusterId = 'palisade-sim';
+  /** The foreign cluster's client URL, when there is one. */
+  readonly foreignUrl: string | null;
   private readonly urlToNode = new Map<string, string>();
 
   constructor(readonly o: WorldOptions) {
@@ -105,6 +110,12 @@ export class World {
       sessions: { defaultTtlMs: 3_000, minTtlMs: 600, maxTtlMs: 600_000, lockDelayMs: 200 },
       snapshot: { entries: 50, keepTail: 20 },
     };
+    this.foreignUrl = o.foreign ? 'ws://127.0.0.1:17999' : null;
+    if (this.foreignUrl) {
+      this.urlToNode.set(this.foreignUrl, 'f1');
+      const config = validateConfig({ ...base, clusterId: 'palisade-foreign', nodes: [{ id: 'f1', peerUrl: 'ws://127.0.0.1:17998', clientUrl: this.foreignUrl, dataDir: 'sim/f1' }] }, '/');
+      this.foreignNode = { id: 'f1', clock: this.s.nodeClock('f1', 0, WALL_START), disk: new MemoryDisk('f1'), config, node: null, starting: false, fatal: null };
+    }
     for (const id of this.ids) {
       const rolling = o.rollingConfig && this.rng.chance(0.5);
       const sessions = id === 'n2' && o.plantedFile ? { ...base.sessions, ...o.plantedFile } : rolling ? { ...base.sessions, lockDelayMs: this.rng.pick([0, 1_000]), maxSessions: this.rng.pick([4, 1_000]) } : base.sessions;
@@ -112,6 +123,20 @@ export class World {
       const drift = (this.rng.float() - 0.5) * 0.008; // within ±0.4 %: the SDK allows 1 % between a client and a node
       this.sim.set(id, { id, clock: this.s.nodeClock(id, drift, WALL_START + this.rng.range(-60_000, 60_000)), disk: new MemoryDisk(id), config, node: null, starting: false, fatal: null });
     }
+  }
+
+  private foreignNode: SimNode | null = null;
+  private readonly foreignNet = new MemoryNetwork({ connected: () => true, carry: (_f, _t, d) => void this.s.schedule('f1', 0.5, d), soon: (fn) => void this.s.schedule('f1', 0, fn) });
+
+  /** Starts the foreign cluster's node (it elects itself). */
+  startForeign(): void {
+    const n = this.foreignNode;
+    if (!n) return;
+    const deps = { ...this.deps(n), peerNetwork: () => this.foreignNet.endpoint('f1', new Map()) };
+    void PalisadeNode.open({ config: n.config, id: 'f1' }, deps).then(async (node) => {
+      n.node = node;
+      await node.start();
+    });
   }
 
   trace(line: string): void {
@@ -145,6 +170,7 @@ export class World {
   }
 
   clientUrl(id: string): string {
+    if (id === 'f1' && this.foreignUrl) return this.foreignUrl;
     return this.sim.get(id)!.config.nodes.find((n) => n.id === id)!.clientUrl;
   }
 
@@ -265,6 +291,8 @@ export class World {
 
   async stopAll(): Promise<void> {
     for (const id of this.ids) this.s.resume(id);
+    const foreign = this.foreignNode?.node;
+    if (foreign) await foreign.stop().catch(() => {});
     for (const n of this.sim.values()) {
       const node = n.node;
       n.node = null;
