@@ -17,6 +17,7 @@ import { MemoryDisk, MemoryStore } from '../../src/inproc/memory-store.js';
 import type { NodeStatus, RequestBody } from '../../src/protocol/client-protocol.js';
 import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { systemClock, type NodeClock } from '../../src/server/clock.js';
+import { RawClient, type RawSocket } from './raw-client.js';
 import { PalisadeNode } from '../../src/server/node.js';
 import type { NodeDeps } from '../../src/server/node-deps.js';
 
@@ -24,6 +25,8 @@ export interface InProcessOptions {
   readonly nodes?: number;
   /** Sections merged into the config (sessions, raft, snapshot, auth, limits ...). */
   readonly config?: Record<string, unknown>;
+  /** The same, named as TestCluster names it. */
+  readonly extraConfig?: Record<string, unknown>;
   /** Per node: sections merged into that node's own config (a rolling change). */
   readonly perNode?: Record<string, Record<string, Record<string, unknown>>>;
   /** Log to stderr at this level (default: silent). */
@@ -47,7 +50,7 @@ class CuttableWire implements Wire {
 export class InProcessCluster {
   readonly ids: string[];
   readonly disks = new Map<string, MemoryDisk>();
-  readonly nodes = new Map<string, PalisadeNode>();
+  private readonly nodes_ = new Map<string, PalisadeNode>();
   readonly sockets = new MemorySockets({ carry: (_from, _to, deliver) => setImmediate(deliver) });
   private readonly wire = new CuttableWire();
   readonly net = new MemoryNetwork(this.wire);
@@ -78,7 +81,7 @@ export class InProcessCluster {
       raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 },
       sessions: { defaultTtlMs: 10_000, minTtlMs: 600, maxTtlMs: 600_000, lockDelayMs: 0 },
     };
-    for (const [section, values] of Object.entries(opts.config ?? {})) base[section] = { ...(base[section] as object | undefined), ...(values as object) };
+    for (const [section, values] of Object.entries({ ...opts.config, ...opts.extraConfig })) base[section] = { ...(base[section] as object | undefined), ...(values as object) };
     const configs = new Map<string, ClusterConfig>();
     for (const { id } of nodes) {
       const own: Record<string, unknown> = { ...base };
@@ -94,9 +97,9 @@ export class InProcessCluster {
   /** Starts (or restarts, from its disk) node `id`. */
   async startNode(id: string): Promise<PalisadeNode> {
     const config = this.configs.get(id)!;
-    const node = await PalisadeNode.open({ config, id, onFatal: () => this.nodes.delete(id) }, this.deps(id, config));
+    const node = await PalisadeNode.open({ config, id, onFatal: () => this.nodes_.delete(id), onRemoved: () => void this.stopNode(id) }, this.deps(id, config));
     await node.start();
-    this.nodes.set(id, node);
+    this.nodes_.set(id, node);
     return node;
   }
 
@@ -119,16 +122,16 @@ export class InProcessCluster {
 
   /** Stops node `id` cleanly (SIGTERM). */
   async stopNode(id: string): Promise<void> {
-    const node = this.nodes.get(id);
-    this.nodes.delete(id);
+    const node = this.nodes_.get(id);
+    this.nodes_.delete(id);
     await node?.stop();
   }
 
   /** Node `id` crashes (SIGKILL): writes in flight are lost, links drop without a word. */
   async crash(id: string): Promise<void> {
-    const node = this.nodes.get(id);
+    const node = this.nodes_.get(id);
     if (!node) return;
-    this.nodes.delete(id);
+    this.nodes_.delete(id);
     this.disks.get(id)!.crash();
     await node.stop().catch(() => {}); // its timers and ports; the disk refuses its late writes
   }
@@ -155,6 +158,48 @@ export class InProcessCluster {
     return this.ids.map((id) => this.url(id));
   }
 
+  // ---- the surface of TestCluster (test/support/cluster.ts), for suites that run on both ----
+
+  get nodes(): { id: string; clientUrl: string }[] {
+    return this.ids.map((id) => ({ id, clientUrl: this.url(id) }));
+  }
+
+  node(id: string): { id: string; clientUrl: string } {
+    return { id, clientUrl: this.url(id) };
+  }
+
+  /** Running nodes (as TestCluster's processes). */
+  get procs(): ReadonlyMap<string, PalisadeNode> {
+    return this.nodes_;
+  }
+
+  /** SIGKILL crashes node `id`; SIGTERM stops it cleanly. */
+  signal(id: string, sig: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    return sig === 'SIGKILL' ? this.crash(id) : this.stopNode(id);
+  }
+
+  async start(id: string): Promise<PalisadeNode> {
+    return this.startNode(id);
+  }
+
+  /** A raw protocol connection to the node at `url`, frame by frame (test/support/raw-client.ts). */
+  async rawClient(url: string, timeoutMs = 10_000): Promise<RawClient> {
+    const ws = new this.sockets.WebSocket(url);
+    const socket: RawSocket = {
+      send: (bytes) => ws.send(bytes),
+      close: () => ws.close(),
+      onMessage: (listener) => ws.addEventListener('message', (ev) => listener(ev.data as Uint8Array)),
+      onClose: (listener) => ws.addEventListener('close', listener),
+    };
+    const client = RawClient.over(socket);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no open from ${url}`)), timeoutMs);
+      ws.addEventListener('open', () => (clearTimeout(timer), resolve()));
+      ws.addEventListener('close', () => (clearTimeout(timer), reject(new Error(`${url} refused the connection`))));
+    });
+    return client;
+  }
+
   /** An SDK client of this cluster (closed by stop()). */
   async client(options: Partial<LockClientOptions> = {}): Promise<LockClient> {
     const client = await LockClient.connect({ endpoints: this.endpoints, WebSocket: this.sockets.WebSocket, ...options });
@@ -162,33 +207,34 @@ export class InProcessCluster {
     return client;
   }
 
-  /** One request to node `id`, as the CLI's rpc sends it. */
-  rpc<T>(id: string, body: RequestBody, timeoutMs = 5_000): Promise<T> {
+  /** One request to node `id` (or to a client URL), as the CLI's rpc sends it. */
+  rpc<T>(idOrUrl: string, body: RequestBody, timeoutMs = 5_000): Promise<T> {
+    const url = this.ids.includes(idOrUrl) ? this.url(idOrUrl) : idOrUrl;
     return new Promise<T>((resolve, reject) => {
-      const ws = new this.sockets.WebSocket(this.url(id));
-      const timer = setTimeout(() => (ws.close(), reject(new Error(`${id} did not answer within ${timeoutMs} ms`))), timeoutMs);
+      const ws = new this.sockets.WebSocket(url);
+      const timer = setTimeout(() => (ws.close(), reject(new Error(`${url} did not answer within ${timeoutMs} ms`))), timeoutMs);
       ws.addEventListener('open', () => ws.send(encodeFrame({ id: 1, ...body })));
-      ws.addEventListener('close', () => (clearTimeout(timer), reject(new Error(`${id} closed the connection`))));
+      ws.addEventListener('close', () => (clearTimeout(timer), reject(Object.assign(new Error(`${url} closed the connection`), { code: 'UNAVAILABLE' }))));
       ws.addEventListener('message', (ev) => {
         const frame = decodeFrame(ev.data as Uint8Array) as { id?: number; ok: boolean; result?: T; error?: { code: string; message: string } };
         if (frame.id !== 1) return;
         clearTimeout(timer);
-        ws.close();
         if (frame.ok) resolve(frame.result as T);
         else reject(Object.assign(new Error(frame.error!.message), { code: frame.error!.code }));
+        ws.close();
       });
     });
   }
 
-  status(id: string): NodeStatus | null {
-    return (this.nodes.get(id)?.status() as NodeStatus | undefined) ?? null;
+  async status(id: string): Promise<NodeStatus | null> {
+    return (this.nodes_.get(id)?.status() as NodeStatus | undefined) ?? null;
   }
 
   /** Waits until the running nodes agree on a leader (not in `exclude`); returns it. */
   async waitForLeader(timeoutMs = 10_000, exclude: readonly string[] = []): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const statuses = [...this.nodes.values()].map((n) => n.status());
+      const statuses = [...this.nodes_.values()].map((n) => n.status());
       const leaders = new Set(statuses.map((s) => s.leader));
       const [leader] = leaders;
       if (leaders.size === 1 && leader && !exclude.includes(leader) && statuses.some((s) => s.id === leader && s.role === 'leader')) return leader;
@@ -199,7 +245,7 @@ export class InProcessCluster {
 
   async stop(): Promise<void> {
     await Promise.allSettled(this.clients.map((c) => c.close()));
-    await Promise.allSettled([...this.nodes.keys()].map((id) => this.stopNode(id)));
+    await Promise.allSettled([...this.nodes_.keys()].map((id) => this.stopNode(id)));
   }
 }
 

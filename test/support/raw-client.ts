@@ -28,6 +28,24 @@ export async function openSocket(url: string, options: ClientOptions = {}, timeo
   }
 }
 
+/** What a RawClient needs of its socket: a ws WebSocket, or the SDK-side socket of an
+ *  in-process cluster's client port (test/support/in-process-cluster.ts). */
+export interface RawSocket {
+  send(bytes: Uint8Array): void;
+  close(): void;
+  onMessage(listener: (bytes: Uint8Array) => void): void;
+  onClose(listener: () => void): void;
+}
+
+function wsSocket(ws: WebSocket): RawSocket {
+  return {
+    send: (bytes) => ws.send(bytes),
+    close: () => ws.close(),
+    onMessage: (listener) => void ws.on('message', (data: Buffer) => listener(data)),
+    onClose: (listener) => void ws.on('close', listener),
+  };
+}
+
 export class RawClient {
   readonly events: ServerEvent[] = [];
   private readonly pending = new Map<number, (r: Reply) => void>();
@@ -35,8 +53,20 @@ export class RawClient {
   private eventWaiters: { pred: (e: ServerEvent) => boolean; resolve: (e: ServerEvent) => void }[] = [];
   closed = false;
 
-  protected constructor(readonly ws: WebSocket) {
-    ws.on('message', (data: Buffer) => {
+  /** A raw client on an open socket. */
+  static over(socket: RawSocket): RawClient {
+    return new RawClient(socket);
+  }
+
+  readonly socket: RawSocket;
+  /** The ws socket, for a client connected over ws (tests that poke at the socket itself). */
+  readonly ws: WebSocket;
+
+  protected constructor(sock: WebSocket | RawSocket) {
+    const socket = sock instanceof WebSocket ? wsSocket(sock) : sock;
+    this.socket = socket;
+    this.ws = sock instanceof WebSocket ? sock : (undefined as unknown as WebSocket);
+    socket.onMessage((data) => {
       const f = decodeFrame(data) as Record<string, unknown>;
       if (typeof f['id'] === 'number' && 'ok' in f) {
         this.pending.get(f['id'])?.(f as unknown as Reply);
@@ -47,7 +77,7 @@ export class RawClient {
         this.eventWaiters = this.eventWaiters.filter((w) => (w.pred(e) ? (w.resolve(e), false) : true));
       }
     });
-    ws.on('close', () => {
+    socket.onClose(() => {
       this.closed = true;
       for (const r of this.pending.values()) r({ ok: false, error: { code: 'UNAVAILABLE', message: 'connection closed' } });
       this.pending.clear();
@@ -66,7 +96,7 @@ export class RawClient {
         clearTimeout(t);
         resolve(r);
       });
-      this.ws.send(encodeFrame({ id, ...body }));
+      this.socket.send(encodeFrame({ id, ...body }));
     });
   }
 
@@ -93,7 +123,7 @@ export class RawClient {
   }
 
   close(): void {
-    this.ws.close();
+    this.socket.close();
   }
 }
 

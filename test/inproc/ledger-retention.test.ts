@@ -2,17 +2,18 @@
 // `done` until then, and is forgotten afterwards (a new beginOp starts a new operation).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster, until } from '../support/cluster.js';
-import { RawClient, RawSession } from '../support/raw-client.js';
+import { until } from '../support/cluster.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
+import { RawSession } from '../support/raw-client.js';
 
-let c: TestCluster;
+let c: InProcessCluster;
 before(async () => {
-  c = await TestCluster.started({ extraConfig: { ledger: { retentionMs: 1000, abandonedAfterMs: 1000 } } });
+  c = await InProcessCluster.start({ extraConfig: { ledger: { retentionMs: 1000, abandonedAfterMs: 1000 } } });
 });
 after(() => c?.stop());
 
 test('a completed operation is answered done, then pruned once its retention has passed', async () => {
-  const client = await RawClient.connect(c.endpoints[0]!);
+  const client = await c.rawClient(c.endpoints[0]!);
   try {
     const s = await RawSession.open(client, 30_000);
     const g = await s.call({ op: 'acquire', name: 'ledger/lock', mode: 'exclusive', wait: false });

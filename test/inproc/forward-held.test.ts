@@ -5,26 +5,27 @@
 // state nobody waits for. Real processes: the follower learns of the kill from its sockets.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster, until } from '../support/cluster.js';
-import { RawClient, RawSession } from '../support/raw-client.js';
+import { until } from '../support/cluster.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
+import { RawSession } from '../support/raw-client.js';
 
 describe('requests a follower holds for the next leader', () => {
-  let c: TestCluster;
+  let c: InProcessCluster;
   before(async () => {
-    c = await TestCluster.started();
+    c = await InProcessCluster.start();
   });
   after(() => c?.stop());
 
   test('a write held while the leader is dead is dropped once its client has closed the connection', async () => {
     const leader = await c.waitForLeader();
     const follower = c.nodes.find((n) => n.id !== leader)!.id;
-    const setup = await RawClient.connect(c.node(follower).clientUrl);
+    const setup = await c.rawClient(c.node(follower).clientUrl);
     const session = await RawSession.open(setup, 20_000);
     setup.close();
 
     await c.signal(leader, 'SIGKILL');
     // The follower still names the dead node leader (no election yet) and has no link to it.
-    const gone = await RawClient.connect(c.node(follower).clientUrl);
+    const gone = await c.rawClient(c.node(follower).clientUrl);
     const held = new RawSession(gone, session.id);
     void held.call({ op: 'put', key: 'held/abandoned', value: new Uint8Array([1]) }).catch(() => {});
     gone.close();
@@ -33,7 +34,7 @@ describe('requests a follower holds for the next leader', () => {
     await until(async () => (await c.status(follower))?.leader === next, 5_000, 'the follower to know the new leader');
     // A write sent through the follower now goes after whatever it still held (one link,
     // proposed in arrival order): once it is applied, a forwarded held write would be too.
-    const later = await RawClient.connect(c.node(follower).clientUrl);
+    const later = await c.rawClient(c.node(follower).clientUrl);
     try {
       const next2 = new RawSession(later, session.id);
       (next2 as unknown as { seq: number }).seq = 1; // seq 1 went to the held write

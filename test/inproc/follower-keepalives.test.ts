@@ -4,23 +4,23 @@
 // TTL on the leader and the next keepalive would be answered UNKNOWN_SESSION.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster } from '../support/cluster.js';
-import { RawClient, RawSession, type Reply } from '../support/raw-client.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
+import { RawSession, type Reply } from '../support/raw-client.js';
 
 const SESSIONS = 40;
 const TTL_MS = 1_500;
 
 describe('keepalives through a follower', () => {
-  let c: TestCluster;
+  let c: InProcessCluster;
   before(async () => {
-    c = await TestCluster.started();
+    c = await InProcessCluster.start();
   });
   after(() => c.stop());
 
   test('renew every session of a batch, for several TTLs, without the client ever reaching the leader', async () => {
     const leader = await c.waitForLeader();
     const follower = c.nodes.find((n) => n.id !== leader)!;
-    const client = await RawClient.connect(follower.clientUrl);
+    const client = await c.rawClient(follower.clientUrl);
     try {
       const sessions = await Promise.all(Array.from({ length: SESSIONS }, () => RawSession.open(client, TTL_MS)));
       const answers: Reply[] = [];

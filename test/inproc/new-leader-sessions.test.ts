@@ -6,16 +6,16 @@
 // exactly then) must be answered for the session, never with UNKNOWN_SESSION.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TestCluster } from '../support/cluster.js';
-import { RawClient, RawSession, type Reply } from '../support/raw-client.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
+import { RawSession, type Reply } from '../support/raw-client.js';
 
 const ROUNDS = 4;
 const SESSIONS = 8;
 
 describe('a new leader and the sessions its predecessor opened last', () => {
-  let c: TestCluster;
+  let c: InProcessCluster;
   before(async () => {
-    c = await TestCluster.started();
+    c = await InProcessCluster.start();
   });
   after(() => c.stop());
 
@@ -23,8 +23,8 @@ describe('a new leader and the sessions its predecessor opened last', () => {
     for (let round = 0; round < ROUNDS; round++) {
       const leader = await c.waitForLeader();
       const survivors = c.nodes.map((n) => n.id).filter((id) => id !== leader);
-      const clients = await Promise.all(survivors.map((id) => RawClient.connect(c.node(id).clientUrl)));
-      const atLeader = await RawClient.connect(c.node(leader).clientUrl);
+      const clients = await Promise.all(survivors.map((id) => c.rawClient(c.node(id).clientUrl)));
+      const atLeader = await c.rawClient(c.node(leader).clientUrl);
       try {
         // Opened (committed) on the leader, which dies before the followers hear the commit.
         const sessions = await Promise.all(Array.from({ length: SESSIONS }, () => RawSession.open(atLeader, 30_000)));

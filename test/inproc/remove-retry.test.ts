@@ -4,12 +4,12 @@
 // (This was the flaky "n2 is not a member" in membership.test.ts under load.)
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { rpc, RpcError } from '../../src/protocol/rpc.js';
-import { TestCluster, until } from '../support/cluster.js';
+import { until } from '../support/cluster.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
 
-let c: TestCluster;
+let c: InProcessCluster;
 before(async () => {
-  c = await TestCluster.started();
+  c = await InProcessCluster.start();
 });
 after(() => c?.stop());
 
@@ -17,12 +17,12 @@ test('a retried removal answers done; an unknown member is still refused', async
   const leader = await c.waitForLeader();
   const victim = c.nodes.map((n) => n.id).find((id) => id !== leader)!;
   const via = c.nodes.map((n) => n.id).find((id) => id !== victim)!;
-  const first = await rpc<{ index: number }>(c.node(via).clientUrl, { op: 'removeMember', member: victim }, 10_000);
+  const first = await c.rpc<{ index: number }>(c.node(via).clientUrl, { op: 'removeMember', member: victim }, 10_000);
   assert.ok(first.index > 0);
   await until(() => !c.procs.has(victim), 10_000, 'the removed node to stop');
   for (const id of c.nodes.map((n) => n.id).filter((x) => x !== victim)) {
-    const again = await rpc<{ index: number; already?: boolean }>(c.node(id).clientUrl, { op: 'removeMember', member: victim }, 10_000);
+    const again = await c.rpc<{ index: number; already?: boolean }>(c.node(id).clientUrl, { op: 'removeMember', member: victim }, 10_000);
     assert.deepEqual(again, { index: 0, already: true });
   }
-  await assert.rejects(rpc(c.node(via).clientUrl, { op: 'removeMember', member: 'never-a-member' }, 10_000), (e: unknown) => e instanceof RpcError && e.code === 'CONFLICT');
+  await assert.rejects(c.rpc(c.node(via).clientUrl, { op: 'removeMember', member: 'never-a-member' }, 10_000), (e: unknown) => (e as { code?: string }).code === 'CONFLICT');
 });
