@@ -58,8 +58,11 @@ export interface LockClientOptions {
   readonly failWhenAllRefuse?: boolean;
   /** Connect to the leader when a node names it (saves a forwarding hop per write). Default true. */
   readonly preferLeader?: boolean;
-  /** Sent in hello, for clusters that require authentication. */
-  readonly authToken?: string;
+  /** Sent in hello, for clusters that require authentication. A function is called at every
+   *  connection, so that a long-running client can move to a new token of its name (a token
+   *  rotation) and keep its sessions and locks: the node closes connections whose token is
+   *  removed, and the client reconnects with what the function then returns. */
+  readonly authToken?: string | (() => string);
   /** For wss:// endpoints: the CA that signs the nodes' certificates (default: the system's
    *  roots), and a client certificate for nodes that require one. PEM text or bytes. */
   readonly tls?: ClientTlsOptions;

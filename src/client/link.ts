@@ -33,7 +33,8 @@ export interface LinkOptions {
   readonly backoffMaxMs: number;
   /** Move to the leader when a node's hello names one (writes then skip a forwarding hop). */
   readonly preferLeader: boolean;
-  readonly authToken?: string;
+  /** A function is called at every connection (client.ts). */
+  readonly authToken?: string | (() => string);
   /** Until the first connection: give up as soon as every endpoint refused (see LockClientOptions). */
   readonly failWhenAllRefuse?: boolean;
 }
@@ -371,7 +372,9 @@ export class ClusterLink {
   /** Opens a connection, noting whether the node is up (cooldown.ts). */
   private async open(url: string, options: ConnectionOptions): Promise<Connection> {
     try {
-      const connection = await Connection.open(url, options);
+      const token = this.options.authToken;
+      const authToken = typeof token === 'function' ? token() : token;
+      const connection = await Connection.open(url, authToken === undefined ? options : { ...options, authToken });
       this.cooldown.succeeded(url);
       return connection;
     } catch (e) {
@@ -385,7 +388,6 @@ export class ClusterLink {
       WebSocket: this.options.WebSocket,
       clock: this.clock,
       connectTimeoutMs,
-      ...(this.options.authToken === undefined ? {} : { authToken: this.options.authToken }),
     };
   }
 

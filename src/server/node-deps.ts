@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { NodeId } from '../raft/index.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 import type { MemberInfo } from '../protocol/client-protocol.js';
 import type { NodeStore } from '../storage/node-store.js';
 import type { ClientConn, ClientListener, PeerNetwork } from '../transport/contracts.js';
@@ -40,4 +41,9 @@ export interface NodeDeps {
   opsPort(node: NodeInternals): NodeOps | null;
   /** `serve --join`: asks the cluster at `urls` to add this node; the members to dial. */
   join(urls: readonly string[]): Promise<MemberInfo[]>;
+  /** A config reload: reads and checks what `next` gives the sockets (the peer secrets, both
+   *  ports' certificates), throwing, with nothing changed, when something cannot be used;
+   *  returns the change to make, which says what it changed. Absent: sockets without
+   *  credentials (in-memory). */
+  reloadTransport?(next: ClusterConfig): () => string[];
 }

@@ -45,6 +45,7 @@ import { AppliedWaiters, ReadIndexBatcher } from './replication/read-barrier.js'
 import { backupState } from './snapshots/backup-state.js';
 import { Snapshotter } from './snapshots/snapshotter.js';
 import { StateDigests, isDigestApp } from './snapshots/state-digests.js';
+import { ConfigReloads } from './config-reload.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
 /** How long a stopping node lets in-flight writes finish. */
@@ -100,6 +101,9 @@ export class PalisadeNode {
   private readonly gate: ClientGate;
   private readonly snapshots: Snapshotter;
   private readonly digests: StateDigests;
+  private readonly reloads: ConfigReloads;
+  /** The config the node runs with: the file's at start, then what reloads changed. */
+  private config: ClusterConfig;
   /** The number of entries the founding log starts with (0 for a node that joined). */
   private readonly bootstrapLength: number;
   private readonly onRemoved: (why: string) => void;
@@ -117,6 +121,7 @@ export class PalisadeNode {
     const cfg = opts.config;
     const { tickMs, heartbeatMs, electionTimeoutMs } = cfg.raft;
     this.id = opts.id;
+    this.config = cfg;
     this.self = nodeById(cfg, opts.id);
     this.log = deps.logger;
     this.clock = deps.clock;
@@ -237,6 +242,20 @@ export class PalisadeNode {
         clock: this.clock,
       },
       this.log,
+    );
+    this.reloads = new ConfigReloads(
+      {
+        id: this.id,
+        running: () => this.config,
+        apply: (next) => {
+          const transport = deps.reloadTransport?.(next) ?? (() => []); // throws before anything changes
+          const changed = [...transport(), ...this.gate.setTokens(next.auth)];
+          this.config = next;
+          return changed;
+        },
+      },
+      this.log,
+      this.clock,
     );
     this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.store.storageId, store: this.store, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why), 'refused') });
     this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, clock: this.clock });
@@ -415,6 +434,16 @@ export class PalisadeNode {
     this.snapshots.afterAdvance();
   }
 
+  /**
+   * Reloads the config (SIGHUP): `load` reads the file again (and throws on a bad one). The
+   * secrets, tokens and certificates are replaced, all or nothing; what cannot change while
+   * the node runs is reported (config-reload.ts). False when the reload was refused.
+   */
+  reload(load: () => ClusterConfig): boolean {
+    if (this.stopping) return false;
+    return this.reloads.reload(load);
+  }
+
   /** Snapshot the machine now and compact the log (admin `snapshot`). */
   snapshotNow(): Promise<number> {
     return this.snapshots.now();
@@ -428,7 +457,8 @@ export class PalisadeNode {
    *  that the cluster overrides, and diverged state. */
   private notes(): string[] {
     const out = this.machine.configured ? fileDisagreements(this.fileSettings, this.machine.settings) : [];
-    return [...out, ...this.digests.notes()];
+    const refused = [...(this.peers.refusedLinks?.() ?? [])].map(([peer, why]) => `peer ${peer} refuses the link from this node: ${why}`);
+    return [...out, ...this.digests.notes(), ...this.reloads.notes(), ...refused];
   }
 
   // ---- status -------------------------------------------------------------------------
