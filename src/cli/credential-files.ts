@@ -125,8 +125,8 @@ export async function tokenAdd(name: string, o: TokenAddOptions): Promise<{ toke
     const tokens = tokensOf(raw);
     const token = valueFrom(o.from, () => randomBytes(24).toString('hex'));
     const last = tokens.map((t) => t.name).lastIndexOf(name);
-    const rights = o.prefixes !== undefined || o.readOnly !== undefined || o.admin !== undefined;
-    if (last >= 0 && rights) throw new UsageError(`"${name}" has a token already: its new token gets the same rights (give no --prefixes, --read-only or --admin)`);
+    const rightsGiven = o.prefixes !== undefined || o.readOnly !== undefined || o.admin !== undefined;
+    if (last >= 0 && rightsGiven) throw new UsageError(`"${name}" has a token already: its new token gets the same rights (give no --prefixes, --read-only or --admin)`);
     // A second token of a name copies the rights of its newest one (the config requires equal rights).
     const { name: _name, token: _value, ...rights } = last >= 0 ? tokens[last]! : { name, token, ...(o.prefixes !== undefined ? { prefixes: o.prefixes.split(',') } : {}), ...(o.readOnly ? { readOnly: true } : {}), ...(o.admin ? { admin: true } : {}) };
     const entry: RawToken = { name, token, ...rights };
