@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { TestCluster } from '../support/cluster.js';
 import { dialAsPeer } from '../support/peer-dialer.js';
-import { DocSteps, Holder, healthy } from '../support/rotation.js';
+import { DocSteps, Holder, healthy, linksMade } from '../support/rotation.js';
 
 const OLD = 'integration-test-secret-0123456789';
 
@@ -43,10 +43,10 @@ test('the cluster secret is rotated node by node, as documented, with a lock hel
 
   await steps.run('secret-use');
   assert.deepEqual(fileSecrets(), [added, OLD]);
-  const connects = await linksMade();
+  const connects = await linksMade(c);
   await steps.reloadEach();
   // n1 dials n2 and n3, n2 dials n3: each dialer made its links again with the new secret.
-  const after2 = await linksMade();
+  const after2 = await linksMade(c);
   assert.ok(after2.n1! >= connects.n1! + 2 && after2.n2! >= connects.n2! + 1, `links made again: ${JSON.stringify({ connects, after2 })}`);
 
   await steps.run('secret-remove');
@@ -71,10 +71,3 @@ test('the cluster secret is rotated node by node, as documented, with a lock hel
     assert.match(reloads.at(-1)!, /"secrets \(1\)"/, `${id} logged that it kept one secret`);
   }
 });
-
-/** Peer links each node has authenticated since it started. */
-async function linksMade(): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const s of await c.statuses()) if (s) out[s.id] = (s as unknown as { transport: { connects: number } }).transport.connects;
-  return out;
-}

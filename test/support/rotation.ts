@@ -78,8 +78,8 @@ export class DocSteps {
 
   /** Runs a step of `page` with bash (-euo pipefail) in the work directory; its stdout. Not
    *  synchronously: the holder in this process keeps its session alive meanwhile. */
-  async run(name: string, opts: { page?: string; node?: string } = {}): Promise<string> {
-    let script = this.here(markedStep(opts.page ?? 'docs/operations.md', name));
+  async run(name: string, opts: { page?: string; marker?: string; node?: string } = {}): Promise<string> {
+    let script = this.here(markedStep(opts.page ?? 'docs/operations.md', name, opts.marker));
     if (opts.node) script = script.replaceAll('palisade@n1', `palisade@${opts.node}`);
     for (const n of this.cluster.nodes) if (this.cluster.procs.has(n.id)) writeFileSync(join(this.pids, n.id), String(this.cluster.pid(n.id)));
     try {
@@ -122,6 +122,13 @@ export class DocSteps {
 
 export function reloadsLogged(c: TestCluster, id: string): number {
   return (c.logOf(id).match(/"msg":"config reloaded/g) ?? []).length;
+}
+
+/** Peer links each node has authenticated since it started (its status's transport counters). */
+export async function linksMade(c: TestCluster): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const s of await c.statuses()) if (s) out[s.id] = (s as unknown as { transport: { connects: number } }).transport.connects;
+  return out;
 }
 
 /** Every node up, one leader they agree on, and not one warning anywhere. */
