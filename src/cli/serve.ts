@@ -55,6 +55,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   }
   let stopping = false;
   let node: PalisadeNode | null = null;
+  let started = false;
   const shutdown = (why: string) => {
     if (stopping) return;
     stopping = true;
@@ -72,7 +73,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   // Installed before the node opens: SIGHUP's default would end the process.
   process.on('SIGHUP', () => {
     if (stopping) return;
-    if (!node) return void logger.warn('SIGHUP before the node has started: the config is not reloaded (send it again once "node started" is logged)');
+    if (!node || !started) return void logger.warn('SIGHUP before the node has started: the config is not reloaded (send it again once "node started" is logged)');
     node.reload(() => reloadable(loadConfig(opts.config), opts));
   });
   try {
@@ -96,6 +97,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       productionDeps(config, opts.id, logger, credentials),
     );
     await node.start();
+    started = true;
   } catch (e) {
     logger.fatal({ err: e }, 'start-up failed');
     process.stderr.write(`palisade serve: ${(e as Error).message}\n`);
