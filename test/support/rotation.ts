@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { LockClient, type Lock, type LockClientOptions } from '../../src/client/index.js';
 import { CLI, ROOT, TestCluster, sleep, until } from './cluster.js';
 import { agreedLeader } from './node-process.js';
@@ -152,6 +153,8 @@ export async function healthy(c: TestCluster, ms = 10_000): Promise<void> {
  */
 export class Holder {
   private writes = 0;
+  /** The longest a fenced write took (reported, never asserted: tests do not time things). */
+  private slowestMs = 0;
   private readonly failures: string[] = [];
   private stopped = false;
   private loop: Promise<void> = Promise.resolve();
@@ -178,7 +181,9 @@ export class Holder {
   private async writeAlong(): Promise<void> {
     while (!this.stopped) {
       try {
+        const began = performance.now();
         await this.client.put(this.key, `write ${this.writes}`, { fence: this.lock });
+        this.slowestMs = Math.max(this.slowestMs, performance.now() - began);
         this.writes += 1;
       } catch (e) {
         this.failures.push(`${(e as Error).name}: ${(e as Error).message}`);
@@ -188,8 +193,8 @@ export class Holder {
   }
 
   /** Stops writing; then the lock is still held, its token current, and a last fenced write
-   *  succeeds. Returns the writes made. */
-  async check(): Promise<number> {
+   *  succeeds. Returns the writes made and the slowest. */
+  async check(): Promise<{ writes: number; slowestMs: number }> {
     this.stopped = true;
     await this.loop;
     assert.equal(this.aborted, null, `the holder's lock.signal was aborted: ${this.aborted}`);
@@ -197,7 +202,7 @@ export class Holder {
     const info = await this.client.get(this.lock.name);
     assert.deepEqual(info?.holders.map((h) => h.token), [this.lock.token], 'the holder still holds the lock, with its token');
     await this.client.put(this.key, 'after the rotation', { fence: this.lock });
-    return this.writes;
+    return { writes: this.writes, slowestMs: Math.round(this.slowestMs) };
   }
 
   async close(): Promise<void> {
