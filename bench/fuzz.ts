@@ -159,7 +159,7 @@ async function clientPortWire(): Promise<WireStats> {
 async function peerPortWire(): Promise<WireStats> {
   const secret = 'fuzz-bench-secret-0123456789';
   const mk = (id: string) =>
-    new PeerTransport({ clusterId: 'fuzz', selfId: id, secret, listenHost: '127.0.0.1', listenPort: 0, peers: new Map(), logger: silent, backoffMinMs: 10, backoffMaxMs: 50 });
+    new PeerTransport({ clusterId: 'fuzz', selfId: id, secrets: [secret], listenHost: '127.0.0.1', listenPort: 0, peers: new Map(), logger: silent, backoffMinMs: 10, backoffMaxMs: 50 });
   const target = mk('n3');
   const friend = mk('n2');
   const { port } = await target.start();

@@ -5,10 +5,17 @@ import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { BackupFormatError, decodeBackup, type Backup } from './format.js';
 
-export async function writeFileAtomically(path: string, bytes: Uint8Array): Promise<void> {
+/** `like`: the file's mode and owner are to be those of the file it replaces (a config
+ *  file the service reads through its group); by default it is private (0600). */
+export async function writeFileAtomically(path: string, bytes: Uint8Array, like?: { readonly mode: number; readonly uid: number; readonly gid: number }): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  const fh = await open(tmp, 'wx', 0o600);
+  const mode = like ? like.mode & 0o777 : 0o600;
+  const fh = await open(tmp, 'wx', mode);
   try {
+    if (like) {
+      await fh.chmod(mode); // the umask narrowed what open gave
+      await fh.chown(like.uid, like.gid); // refused unless root, or its owner in that group
+    }
     await fh.writeFile(bytes);
     await fh.sync();
   } catch (e) {

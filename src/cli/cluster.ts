@@ -78,6 +78,9 @@ export async function cluster(opts: { config: string; logLevel: string }): Promi
 
   process.on('SIGINT', () => stop('SIGINT', 0));
   process.on('SIGTERM', () => stop('SIGTERM', 0));
+  // A hangup (the terminal closed) ends the cluster: its nodes, in the same process group,
+  // take SIGHUP as "reload the config" and would otherwise run on without it.
+  process.on('SIGHUP', () => stop('SIGHUP', 0));
   watchParent(() => stop('the parent process exited', 1));
 
   const endpoints = config.nodes.map((n) => n.clientUrl);

@@ -24,6 +24,9 @@ let current: CliCredentials = {};
 
 /** Commands that never talk to a cluster as a client. */
 const NOT_CLIENT_COMMANDS = new Set(['serve', 'cluster', 'fence-sql', 'help', 'inspect', 'restore', 'recover']);
+/** Groups whose every command edits a config file and talks to no cluster. */
+const FILE_COMMAND_GROUPS = new Set(['secret', 'token']);
+const isClientCommand = (cmd: Command): boolean => !NOT_CLIENT_COMMANDS.has(cmd.name()) && !FILE_COMMAND_GROUPS.has(cmd.parent?.name() ?? '');
 
 /**
  * Add --token, --ca, --cert and --key to every client command (leaf commands other than
@@ -35,7 +38,7 @@ export function registerCredentialOptions(program: Command): void {
       cmd.commands.forEach(visit);
       return;
     }
-    if (NOT_CLIENT_COMMANDS.has(cmd.name())) return;
+    if (!isClientCommand(cmd)) return;
     cmd.addOption(new Option('--token <token>', 'bearer token for a cluster that requires one (prefer $PALISADE_TOKEN: arguments show in ps)'));
     cmd.addOption(new Option('--ca <file>', 'CA certificate (PEM) that signs the nodes\' certificates, for wss:// endpoints (or $PALISADE_CA)'));
     cmd.addOption(new Option('--cert <file>', 'client certificate (PEM), for nodes that require one (or $PALISADE_CERT)'));
@@ -43,7 +46,7 @@ export function registerCredentialOptions(program: Command): void {
   };
   program.commands.forEach(visit);
   program.hook('preAction', (_root, action) => {
-    if (!NOT_CLIENT_COMMANDS.has(action.name())) current = credentialsFrom(action.opts<CredentialFlags>(), process.env);
+    if (isClientCommand(action)) current = credentialsFrom(action.opts<CredentialFlags>(), process.env);
   });
 }
 

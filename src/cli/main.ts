@@ -6,6 +6,7 @@ import { EXIT, UsageError, exitCodeFor } from './exit-codes.js';
 import { interrupted } from './interrupt.js';
 import { registerAdminCommands } from './admin-commands.js';
 import { registerConfigCommands } from './config-commands.js';
+import { registerCredentialFileCommands } from './credential-register.js';
 import { registerSnapshotCommands } from './snapshot-register.js';
 import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
@@ -175,6 +176,7 @@ program
 
 registerAdminCommands(program, endpointsFrom);
 registerConfigCommands(program, endpointsFrom);
+registerCredentialFileCommands(program);
 registerSnapshotCommands(program, endpointsFrom);
 registerKvCommands(program, endpointsFrom);
 registerFenceSql(program);

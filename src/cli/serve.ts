@@ -1,6 +1,7 @@
-// `palisade serve`: run one node until SIGTERM/SIGINT.
+// `palisade serve`: run one node until SIGTERM/SIGINT; SIGHUP reloads its config file
+// (`systemctl reload`: the secrets, tokens and certificates; docs/operations.md).
 import { pino } from 'pino';
-import { loadConfig, nodeById } from '../config/cluster-config.js';
+import { ConfigError, loadConfig, nodeById, type ClusterConfig } from '../config/cluster-config.js';
 import { secureDataDir } from '../storage/data-dir.js';
 import { becomeDataOwner } from './data-owner.js';
 import { exposureProblems } from '../server/exposure.js';
@@ -15,6 +16,13 @@ export interface ServeOptions extends CredentialFlags {
   readonly logLevel: string;
   readonly join?: string;
   readonly allowInsecure?: boolean;
+}
+
+/** A reloaded config, refused as start-up would refuse it where this node is exposed. */
+function reloadable(next: ClusterConfig, opts: ServeOptions): ClusterConfig {
+  const insecure = opts.allowInsecure ? [] : exposureProblems(next, nodeById(next, opts.id));
+  if (insecure.length > 0) throw new ConfigError('(file)', insecure.join('; '));
+  return next;
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
@@ -47,6 +55,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
   }
   let stopping = false;
   let node: PalisadeNode | null = null;
+  let started = false;
   const shutdown = (why: string) => {
     if (stopping) return;
     stopping = true;
@@ -61,6 +70,12 @@ export async function serve(opts: ServeOptions): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Installed before the node opens: SIGHUP's default would end the process.
+  process.on('SIGHUP', () => {
+    if (stopping) return;
+    if (!node || !started) return void logger.warn('SIGHUP before the node has started: the config is not reloaded (send it again once "node started" is logged)');
+    node.reload(() => reloadable(loadConfig(opts.config), opts));
+  });
   try {
     node = await PalisadeNode.open(
       {
@@ -82,6 +97,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       productionDeps(config, opts.id, logger, credentials),
     );
     await node.start();
+    started = true;
   } catch (e) {
     logger.fatal({ err: e }, 'start-up failed');
     process.stderr.write(`palisade serve: ${(e as Error).message}\n`);

@@ -62,8 +62,11 @@ export interface LockClientOptions {
   readonly preferLeader?: boolean;
   /** Sent in hello, for clusters that require authentication. Given to the endpoints above;
    *  to a member learned from the cluster only once it has proved it holds the token's
-   *  digest (docs/security.md, "What clients trust"). */
-  readonly authToken?: string;
+   *  digest (docs/security.md, "What clients trust"). A function is called at every
+   *  connection, so that a long-running client can move to a new token of its name (a token
+   *  rotation) and keep its sessions and locks: the node closes connections whose token is
+   *  removed, and the client reconnects with what the function then returns. */
+  readonly authToken?: string | (() => string);
   /** The cluster id to accept nodes of. Default: the one the first node reached answers
    *  with; either way a node answering for another cluster is not used. */
   readonly clusterId?: string;
@@ -73,8 +76,10 @@ export interface LockClientOptions {
    *  Default: process.emitWarning (type PalisadeTrustWarning). */
   readonly onTrustViolation?: (violation: TrustViolation) => void;
   /** For wss:// endpoints: the CA that signs the nodes' certificates (default: the system's
-   *  roots), and a client certificate for nodes that require one. PEM text or bytes. */
-  readonly tls?: ClientTlsOptions;
+   *  roots), and a client certificate for nodes that require one. PEM text or bytes. A
+   *  function is called at every connection, so that a long-running client takes a new CA (a
+   *  CA replaced while it holds locks) without a restart. */
+  readonly tls?: ClientTlsOptions | (() => ClientTlsOptions);
   /** Monotonic clock and timers; tests inject a fake one. */
   readonly clock?: Clock;
   /** WebSocket implementation; default the `ws` package. */
@@ -95,16 +100,17 @@ export interface ClientTlsOptions {
 }
 
 /** The `ws` WebSocket with TLS options bound, as the constructor the link expects. */
-function wsWithTls(tls: ClientTlsOptions): WebSocketConstructor {
+function wsWithTls(given: ClientTlsOptions | (() => ClientTlsOptions)): WebSocketConstructor {
   const pem = (x: string | Uint8Array): string | Buffer => (typeof x === 'string' ? x : Buffer.from(x));
-  const options = {
+  const optionsOf = (tls: ClientTlsOptions) => ({
     ...(tls.ca !== undefined ? { ca: pem(tls.ca) } : {}),
     ...(tls.cert !== undefined ? { cert: pem(tls.cert) } : {}),
     ...(tls.key !== undefined ? { key: pem(tls.key) } : {}),
-  };
+  });
+  const fixed = typeof given === 'function' ? null : optionsOf(given);
   return class extends WebSocket {
     constructor(url: string) {
-      super(url, options);
+      super(url, fixed ?? optionsOf((given as () => ClientTlsOptions)()));
     }
   };
 }

@@ -36,7 +36,8 @@ export interface LinkOptions {
   readonly backoffMaxMs: number;
   /** Move to the leader when a node's hello names one (writes then skip a forwarding hop). */
   readonly preferLeader: boolean;
-  readonly authToken?: string;
+  /** A function is called at every connection (client.ts). */
+  readonly authToken?: string | (() => string);
   /** Until the first connection: give up as soon as every endpoint refused (see LockClientOptions). */
   readonly failWhenAllRefuse?: boolean;
   /** The cluster to accept nodes of; default the one the first node reached answers for. */
@@ -438,7 +439,9 @@ export class ClusterLink {
   private async open(url: string, options: ConnectionOptions): Promise<Connection> {
     let connection: Connection;
     try {
-      connection = await Connection.open(url, { ...options, clusterId: () => this.clusterId, learned: !this.seeds.has(url) });
+      const token = this.options.authToken;
+      const authToken = typeof token === 'function' ? token() : token;
+      connection = await Connection.open(url, { ...options, ...(authToken === undefined ? {} : { authToken }), clusterId: () => this.clusterId, learned: !this.seeds.has(url) });
     } catch (e) {
       if (e instanceof UntrustedNodeError) this.distrust(url, e.violation);
       else if (!(e instanceof PalisadeError)) this.cooldown.failed(url, cooldownFor(this.lastHello));
@@ -454,7 +457,6 @@ export class ClusterLink {
       WebSocket: this.options.WebSocket,
       clock: this.clock,
       connectTimeoutMs,
-      ...(this.options.authToken === undefined ? {} : { authToken: this.options.authToken }),
     };
   }
 

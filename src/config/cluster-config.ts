@@ -66,7 +66,8 @@ interface RawTls {
 }
 interface RawConfig {
   readonly clusterId: string;
-  readonly secret: string;
+  readonly secret?: string;
+  readonly secrets?: readonly string[];
   readonly nodes: readonly RawNode[];
   readonly raft?: Partial<RaftTiming> & { readonly profile?: RaftProfileName };
   readonly sessions?: Partial<SessionLimits>;
@@ -104,7 +105,7 @@ export function validateConfig(input: unknown, baseDir: string): ClusterConfig {
   const abandonedAfterMs = within(lg.abandonedAfterMs ?? Math.max(DEFAULT_LEDGER.abandonedAfterMs, retentionMs), 'ledger.abandonedAfterMs', retentionMs, 3650 * 86_400_000, 'at least ledger.retentionMs');
   return {
     clusterId: raw.clusterId,
-    secret: raw.secret,
+    secrets: secretsSection(raw),
     nodes,
     raft,
     sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs: s.lockDelayMs ?? DEFAULT_SESSIONS.lockDelayMs, maxSessions, maxSessionsPerToken },
@@ -116,6 +117,22 @@ export function validateConfig(input: unknown, baseDir: string): ClusterConfig {
     limits: limitsSection(raw),
     baseDir,
   };
+}
+
+/** The most secrets a node holds: each costs an HMAC per peer handshake it accepts. */
+export const MAX_SECRETS = 4;
+
+/** `secret` then `secrets`: the first is what this node proves itself with, all are accepted. */
+function secretsSection(raw: RawConfig): string[] {
+  const list = [...(raw.secret !== undefined ? [raw.secret] : []), ...(raw.secrets ?? [])];
+  if (list.length === 0) throw new ConfigError('secret', 'is missing (give "secret", or "secrets" to rotate it)');
+  if (list.length > MAX_SECRETS) throw new ConfigError('secrets', `at most ${MAX_SECRETS} secrets in all (secret and secrets): one in use and the next, during a rotation`);
+  // The message never repeats a secret: config errors end up in logs.
+  const offset = raw.secret !== undefined ? 1 : 0;
+  list.forEach((s, i) => {
+    if (list.indexOf(s) !== i) throw new ConfigError(`secrets[${i - offset}]`, 'is the same as another secret');
+  });
+  return list;
 }
 
 function nodesSection(list: readonly RawNode[], baseDir: string): NodeConfig[] {
@@ -158,12 +175,9 @@ function raftSection(raw: RawConfig, nodes: readonly NodeConfig[]): RaftTiming {
 /** "auth": {"tokens": [{name, token, prefixes?, readOnly?, admin?}]}; absent = auth off. */
 function authSection(raw: RawConfig): AuthConfig | null {
   if (raw.auth === undefined) return null;
-  const names = new Set<string>();
   const secrets = new Set<string>();
   const tokens = raw.auth.tokens.map((t, i): TokenConfig => {
     const f = `auth.tokens[${i}]`;
-    if (names.has(t.name)) throw new ConfigError(`${f}.name`, `duplicate token name "${t.name}"`);
-    names.add(t.name);
     // The message never repeats the token: config errors end up in logs.
     if (secrets.has(t.token)) throw new ConfigError(`${f}.token`, 'is the same as another token (each client identity needs its own)');
     secrets.add(t.token);
@@ -180,7 +194,20 @@ function authSection(raw: RawConfig): AuthConfig | null {
     if (readOnly && admin) throw new ConfigError(`${f}.admin`, 'a read-only token cannot be an admin token');
     return { name: t.name, token: t.token, prefixes, readOnly, admin };
   });
+  tokens.forEach((t, i) => {
+    const first = tokens.findIndex((x) => x.name === t.name);
+    // Two tokens of one name are one identity (its sessions are the name's), there only to
+    // rotate its token: a second entry granting more would widen what the name may do.
+    if (first !== i && !sameRights(tokens[first]!, t)) {
+      throw new ConfigError(`auth.tokens[${i}]`, `is a second token of "${t.name}" (tokens[${first}]) granting something else: tokens of one name must have the same prefixes, readOnly and admin`);
+    }
+  });
   return { tokens };
+}
+
+function sameRights(a: TokenConfig, b: TokenConfig): boolean {
+  const prefixes = (t: TokenConfig): string => (t.prefixes === null ? '*' : JSON.stringify([...new Set(t.prefixes)].sort()));
+  return a.readOnly === b.readOnly && a.admin === b.admin && prefixes(a) === prefixes(b);
 }
 
 /** "tls": {"peer": {...}, "client": {...}}; each port's URLs must agree with its section. */

@@ -127,7 +127,9 @@ export interface BudgetSettings {
 
 export interface ClusterConfig {
   readonly clusterId: string;
-  readonly secret: string;
+  /** The cluster secrets, never empty, all different: a node proves itself to its peers with
+   *  the first and accepts a peer that proves any (the file's `secret`, then `secrets`). */
+  readonly secrets: readonly string[];
   readonly nodes: readonly NodeConfig[];
   readonly raft: RaftTiming;
   readonly sessions: SessionLimits;

@@ -22,7 +22,7 @@ export function exposureProblems(cfg: ClusterConfig, self: NodeConfig): string[]
   const exposed = [...new Set([...peerHosts, ...clientHosts].filter((h) => !isLoopbackHost(h)))];
   const peerHost = peerHosts.find((h) => !isLoopbackHost(h)) ?? peerHosts[0]!;
   const problems: string[] = [];
-  if (cfg.secret === PUBLISHED_SECRET && exposed.length > 0) {
+  if (cfg.secrets.includes(PUBLISHED_SECRET) && exposed.length > 0) {
     problems.push(
       `the cluster secret is the published development default and this node listens on ${exposed.join(', ')}: ` +
         'set "secret" in the config to a long random string of your own (the same on every node)',

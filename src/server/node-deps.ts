@@ -7,13 +7,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { NodeId } from '../raft/index.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 import type { MemberInfo } from '../protocol/client-protocol.js';
 import type { NodeStore } from '../storage/node-store.js';
 import type { ClientConn, ClientListener, PeerNetwork } from '../transport/contracts.js';
 import type { NodeClock } from './clock.js';
 import type { NodeInternals } from './ops/node-view.js';
 import type { NodeOps } from './ops/index.js';
-import type { ClusterConfig } from '../config/cluster-config.js';
 
 /** What the HTTP API needs of the client port it shares: per-address slots for long requests. */
 export interface HttpPortControls {
@@ -41,6 +41,11 @@ export interface NodeDeps {
   opsPort(node: NodeInternals): NodeOps | null;
   /** `serve --join`: asks the cluster at `urls` to add this node; the members to dial. */
   join(urls: readonly string[]): Promise<MemberInfo[]>;
+  /** A config reload: reads and checks what `next` gives the sockets (the peer secrets, both
+   *  ports' certificates), throwing, with nothing changed, when something cannot be used;
+   *  returns the change to make, which says what it changed. Absent: sockets without
+   *  credentials (in-memory). */
+  reloadTransport?(next: ClusterConfig): () => string[];
 }
 
 export interface NodeOptions {

@@ -1,6 +1,6 @@
 // The certificates of one node's ports, from the config's `tls` section. Paths may hold
 // "{id}" for the node's id, so one config file serves every node with its own certificate.
-import { loadTlsMaterial, type TlsMaterial } from '../transport/tls.js';
+import { TlsFileError, loadTlsMaterial, tlsMaterialProblem, type TlsMaterial } from '../transport/tls.js';
 import type { ClusterConfig, TlsFilesConfig } from '../config/cluster-config.js';
 
 function material(files: TlsFilesConfig | null, id: string, field: string): { tls?: TlsMaterial } {
@@ -12,6 +12,21 @@ function material(files: TlsFilesConfig | null, id: string, field: string): { tl
       `config: ${field}`,
     ),
   };
+}
+
+/** A port's certificates read again for a reload, and checked: a reload must not put in
+ *  place what the other side would refuse (a key that is not the certificate's, an expired
+ *  certificate, a peer certificate the peers' CA did not sign); it is refused instead. */
+function reloadedMaterial(files: TlsFilesConfig | null, id: string, field: string, issuedByCa: boolean): { tls?: TlsMaterial } {
+  const m = material(files, id, field);
+  const problem = m.tls ? tlsMaterialProblem(m.tls, { issuedByCa }) : null;
+  if (problem !== null) throw new TlsFileError(`config: ${field}`, problem);
+  return m;
+}
+
+/** Both ports' certificates of `cfg` for a reload, checked (the peer's against its CA). */
+export function reloadedTls(cfg: ClusterConfig, id: string): { peer: { tls?: TlsMaterial }; client: { tls?: TlsMaterial } } {
+  return { peer: reloadedMaterial(cfg.tls.peer, id, 'tls.peer', true), client: reloadedMaterial(cfg.tls.client, id, 'tls.client', false) };
 }
 
 /** TLS of the peer port (listening and dialing); {} when peer links are plain ws. */

@@ -11,8 +11,7 @@ import { LockMachine } from '../lockfsm/index.js';
 import type { MachineConfig, MachineEvent } from '../lockfsm/index.js';
 import { RaftNode, decodeConfChange } from '../raft/index.js';
 import type { Entry, Message, NodeId, Snapshot, SoftState } from '../raft/index.js';
-import type { NodeStatus } from '../protocol/client-protocol.js';
-import type { NodeConfig } from '../config/cluster-config.js';
+import type { ClusterConfig } from '../config/cluster-config.js';
 import { nodeById } from '../config/cluster-config.js';
 import { machineConfigFrom } from '../config/defaults.js';
 import { fileDisagreements } from '../config/replicated-settings.js';
@@ -23,6 +22,7 @@ import type { NodeClock } from './clock.js';
 import type { FatalKind, NodeDeps, NodeOptions } from './node-deps.js';
 import type { NodeOps } from './ops/index.js';
 import { HealthNotes } from './ops/health-notes.js';
+import { nodeStatus, type NodeStatusView } from './ops/node-status.js';
 import { openState, type Opened } from './node-state.js';
 import { HttpApi, apiNodeOf } from './api/http/index.js';
 import { ClientGate } from './api/client-gate.js';
@@ -40,11 +40,12 @@ import { Forwarder, type PeerApp } from './replication/forwarding.js';
 import { KeepAliveBatcher } from './replication/keepalive-batch.js';
 import { PeerIdentityGate, isIdentityApp } from './replication/peer-identity.js';
 import { ProposalTracker } from './replication/proposals.js';
-import { RaftDriver, driverTimers } from './replication/raft-driver.js';
+import { RaftDriver, byDestination, driverTimers } from './replication/raft-driver.js';
 import { AppliedWaiters, ReadIndexBatcher } from './replication/read-barrier.js';
 import { backupState } from './snapshots/backup-state.js';
 import { Snapshotter } from './snapshots/snapshotter.js';
 import { StateDigests, isDigestApp } from './snapshots/state-digests.js';
+import { ConfigReloads } from './config-reload.js';
 
 const REQUEST_TIMEOUT_MS = 5_000;
 /** How long a stopping node lets in-flight writes finish. */
@@ -54,7 +55,6 @@ export type { FatalKind, NodeOptions } from './node-deps.js';
 
 export class PalisadeNode {
   readonly id: NodeId;
-  private readonly self: NodeConfig;
   private readonly log: Logger;
   private readonly clock: NodeClock;
   /** The settings this node's file gives: what it seeds a new cluster with, and what the
@@ -86,6 +86,9 @@ export class PalisadeNode {
   private readonly gate: ClientGate;
   private readonly snapshots: Snapshotter;
   private readonly digests: StateDigests;
+  private readonly reloads: ConfigReloads;
+  /** The config the node runs with: the file's at start, then what reloads changed. */
+  private config: ClusterConfig;
   /** The number of entries the founding log starts with (0 for a node that joined). */
   private readonly bootstrapLength: number;
   private readonly onRemoved: (why: string) => void;
@@ -103,7 +106,7 @@ export class PalisadeNode {
     const cfg = opts.config;
     const { tickMs, heartbeatMs, electionTimeoutMs } = cfg.raft;
     this.id = opts.id;
-    this.self = nodeById(cfg, opts.id);
+    this.config = cfg;
     this.log = deps.logger;
     this.clock = deps.clock;
     this.fileSettings = machineConfigFrom(cfg);
@@ -187,8 +190,22 @@ export class PalisadeNode {
       },
       this.log,
     );
+    this.reloads = new ConfigReloads(
+      {
+        id: this.id,
+        running: () => this.config,
+        apply: (next) => {
+          const transport = deps.reloadTransport?.(next) ?? (() => []); // throws before anything changes
+          const changed = [...transport(), ...this.gate.setTokens(next.auth)];
+          this.config = next;
+          return changed;
+        },
+      },
+      this.log,
+      this.clock,
+    );
     this.identities = new PeerIdentityGate({ selfId: this.id, storageId: this.store.storageId, store: this.store, send: (to, p) => this.peers.sendApp(to, p), logger: this.log, refused: (why) => this.onFatal(new Error(why), 'refused'), now: () => this.clock.now() });
-    this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: this.self.peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, clock: this.clock });
+    this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: nodeById(cfg, opts.id).peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, clock: this.clock });
     this.clients = deps.clientPort({
       onConnection: (conn) => serveConnection(conn, this.gate, (g, r, sink) => this.dispatch.serve(g, r, sink), this.subs),
       http: (port) => new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: cfg.limits, logger: this.log, holdSlot: (r) => port.holdAddressSlot(r), coolOff: (r, ms) => port.coolOffAddress(r, ms), clusterId: cfg.clusterId }).handle,
@@ -208,7 +225,7 @@ export class PalisadeNode {
     this.health.start();
     this.driver.start();
     this.duties.start();
-    this.log.info({ term: this.raft.term, lastIndex: this.raft.log.lastIndex(), snapshot: this.snapshots.lastSnapshotIndex, peerUrl: this.self.peerUrl, clientUrl: this.self.clientUrl }, 'node started');
+    this.log.info({ term: this.raft.term, lastIndex: this.raft.log.lastIndex(), snapshot: this.snapshots.lastSnapshotIndex, peerUrl: nodeById(this.config, this.id).peerUrl, clientUrl: nodeById(this.config, this.id).clientUrl }, 'node started');
   }
 
   /** SIGTERM: stop accepting, let in-flight writes finish (bounded), close the storage. */
@@ -246,14 +263,8 @@ export class PalisadeNode {
   // ---- raft plumbing ------------------------------------------------------------------
 
   private listenToPeers(): void {
-    this.peers.on('peerUp', (peer) => {
-      this.identities.onPeerUp(peer);
-      this.forwarder.linkUp(peer);
-    });
-    this.peers.on('peerDown', (peer) => {
-      this.identities.onPeerDown(peer);
-      this.forwarder.linkDown(peer);
-    });
+    this.peers.on('peerUp', (peer) => (this.identities.onPeerUp(peer), this.forwarder.linkUp(peer)));
+    this.peers.on('peerDown', (peer) => (this.identities.onPeerDown(peer), this.forwarder.linkDown(peer)));
     this.peers.on('raft', (from, msgs) => {
       if (!this.identities.admits(from)) return this.identities.dropped(from); // its storage is not (yet) the one we know
       this.ops?.onRaftReceived(from, msgs);
@@ -268,13 +279,7 @@ export class PalisadeNode {
   }
 
   private sendMessages(msgs: readonly Message[]): void {
-    const byPeer = new Map<NodeId, Message[]>();
-    for (const m of msgs) {
-      let l = byPeer.get(m.to);
-      if (!l) byPeer.set(m.to, (l = []));
-      l.push(m);
-    }
-    this.peers.sendNow(byPeer); // now: an acknowledgement must not wait for this pass's apply
+    this.peers.sendNow(byDestination(msgs)); // now: an acknowledgement must not wait for this pass's apply
     this.ops?.onRaftSent(msgs);
   }
 
@@ -364,34 +369,31 @@ export class PalisadeNode {
     this.snapshots.afterAdvance();
   }
 
+  /**
+   * Reloads the config (SIGHUP): `load` reads the file again (and throws on a bad one). The
+   * secrets, tokens and certificates are replaced, all or nothing; what cannot change while
+   * the node runs is reported (config-reload.ts). False when the reload was refused.
+   */
+  reload(load: () => ClusterConfig): boolean {
+    if (this.stopping) return false;
+    return this.reloads.reload(load);
+  }
+
   /** Notes for status and /readyz beyond the health watch's: settings in this node's file
    *  that the cluster overrides, and diverged state. */
   private notes(): string[] {
     const out = this.machine.configured ? fileDisagreements(this.fileSettings, this.machine.settings) : [];
-    return [...out, ...this.digests.notes()];
+    const refused = [...(this.peers.refusedLinks?.() ?? [])].map(([peer, why]) => `peer ${peer} refuses the link from this node: ${why}`);
+    return [...out, ...this.digests.notes(), ...this.reloads.notes(), ...refused];
   }
 
   // ---- status -------------------------------------------------------------------------
 
-  status(): NodeStatus & { lastIndex: number; snapshotIndex: number; sessions: number; driver: Record<string, number>; transport: Record<string, number> } {
-    const role = this.raft.role;
-    const digest = this.digests.view().latest;
-    return {
-      id: this.id,
-      role: role === 'preCandidate' ? 'candidate' : role,
-      term: this.raft.term,
-      leader: this.raft.leader,
-      commitIndex: this.raft.log.committed,
-      appliedIndex: this.machine.appliedIndex,
-      members: [...this.raft.confState.voters, ...this.raft.confState.learners],
-      pid: process.pid,
-      warnings: this.health.notes(),
-      ...(digest ? { stateDigest: digest } : {}),
-      lastIndex: this.raft.log.lastIndex(),
-      snapshotIndex: this.raft.log.snapshotIndex,
-      sessions: this.leases.size,
-      driver: { ...this.driver.stats, ...this.store.stats() },
+  status(): NodeStatusView {
+    return nodeStatus({
+      id: this.id, raft: this.raft, appliedIndex: this.machine.appliedIndex, warnings: this.health.notes(), digest: this.digests.view().latest,
+      sessions: this.leases.size, driver: { ...this.driver.stats, ...this.store.stats() },
       transport: { ...this.peers.stats(), keepAliveBatches: this.leaseBatch.batches, keepAlivesBatched: this.leaseBatch.batched },
-    };
+    });
   }
 }

@@ -12,7 +12,7 @@ import { systemClock } from './clock.js';
 import { clientPortLimits } from './api/limits.js';
 import { joinCluster } from './membership/join.js';
 import type { NodeDeps } from './node-deps.js';
-import { clientPortTls, peerPortTls } from './node-tls.js';
+import { clientPortTls, peerPortTls, reloadedTls } from './node-tls.js';
 import { NodeOps } from './ops/index.js';
 
 /** Largest peer frame: a snapshot chunk with its envelope. */
@@ -20,6 +20,9 @@ const MAX_PEER_FRAME_BYTES = 64 << 20;
 
 export function productionDeps(config: ClusterConfig, id: string, logger: Logger, joinCredentials: RpcCredentials = {}): NodeDeps {
   const self = nodeById(config, id);
+  // The sockets a reload gives new credentials to, once made.
+  let peerLinks: PeerTransport | null = null;
+  let clientPort: ClientServer | null = null;
   return {
     clock: systemClock,
     logger,
@@ -29,10 +32,10 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
     // (peerUrl, clientUrl, httpUrl), which differ behind NAT or a container's port mapping.
     peerNetwork: (peers) => {
       const addr = parseWsUrl(self.listenPeerUrl, 'listenPeerUrl');
-      return new PeerTransport({
+      peerLinks = new PeerTransport({
         clusterId: config.clusterId,
         selfId: id,
-        secret: config.secret,
+        secrets: config.secrets,
         listenHost: addr.host,
         listenPort: addr.port,
         peers,
@@ -40,6 +43,7 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
         maxFrameBytes: MAX_PEER_FRAME_BYTES,
         ...peerPortTls(config, id),
       });
+      return peerLinks;
     },
     clientPort: (handlers) => {
       const addr = parseWsUrl(self.listenClientUrl, 'listenClientUrl');
@@ -55,9 +59,18 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
         onConnection: handlers.onConnection,
         ...(http ? { onHttpRequest: http } : {}),
       });
+      clientPort = port;
       return port;
     },
     opsPort: (node) => (self.listenHttpUrl ? new NodeOps({ httpUrl: self.listenHttpUrl, logger, node }) : null),
     join: (urls) => joinCluster(urls, { id, peerUrl: self.peerUrl, clientUrl: self.clientUrl }, logger, joinCredentials),
+    reloadTransport: (next) => {
+      // Every file is read and checked before anything changes: all of it or none.
+      const tls = reloadedTls(next, id);
+      return () => [
+        ...(peerLinks?.setCredentials({ secrets: next.secrets, ...tls.peer }) ?? []),
+        ...(tls.client.tls && clientPort?.setTls(tls.client.tls) ? ['client certificates'] : []),
+      ];
+    },
   };
 }

@@ -29,7 +29,7 @@ import { AddressCoolOff } from './address-cooloff.js';
 import type { ClientConn, ClientListener, ClientServerStats } from './contracts.js';
 export type { ClientServerStats } from './contracts.js';
 import { TokenBucket } from './rate-limit.js';
-import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
+import { listenWs, sameTlsMaterial, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
 
@@ -306,7 +306,7 @@ export class ClientServer implements ClientListener {
   private readonly maxConnectionsPerAddress: number;
   private readonly coolOff = new AddressCoolOff();
 
-  constructor(private readonly options: ClientServerOptions) {
+  constructor(private options: ClientServerOptions) {
     const requestsPerSecond = options.requestsPerSecond ?? 0;
     this.internals = {
       log: options.logger.child({ component: 'client-server' }),
@@ -354,6 +354,15 @@ export class ClientServer implements ClientListener {
   address(): { host: string; port: number } {
     if (!this.listener) throw new Error('ClientServer is not listening');
     return this.listener.address();
+  }
+
+  /** New certificates (a config reload) for the connections accepted from now on. */
+  setTls(tls: TlsMaterial): boolean {
+    if (!this.listener) throw new Error('ClientServer is not listening');
+    if (this.options.tls && sameTlsMaterial(tls, this.options.tls)) return false;
+    this.listener.setTls(tls);
+    this.options = { ...this.options, tls };
+    return true;
   }
 
   connectionCount(): number {

@@ -26,6 +26,9 @@ export interface PeerNetwork {
   /** False when there is no link to `to`. */
   sendApp(to: NodeId, payload: unknown): boolean;
   stats(): PeerTransportStats;
+  /** Peers that refuse this node's link (a secret or certificate they do not accept), with
+   *  why. Absent: links that cannot be refused (in-memory). */
+  refusedLinks?(): ReadonlyMap<NodeId, string>;
   on<K extends keyof PeerNetworkEvents>(event: K, listener: (...args: PeerNetworkEvents[K]) => void): unknown;
 }
 
@@ -43,6 +46,8 @@ export interface ClientConn {
   send(frame: ServerFrame): boolean;
   /** The pre-authentication limits no longer apply (the gate knows who this is). */
   authenticated(): void;
+  /** Close the connection with a code and reason the client reads (its token was revoked). */
+  close(code: number, reason: string): void;
   on<K extends keyof ClientConnEvents>(event: K, listener: (...args: ClientConnEvents[K]) => void): unknown;
 }
 

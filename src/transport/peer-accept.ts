@@ -17,12 +17,14 @@ import type { RawData, WebSocket } from 'ws';
 import type { NodeId } from '../raft/types.js';
 import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseAuth } from './peer-handshake.js';
+import type { PeerSecrets } from './peer-secrets.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
 
 export interface AcceptorOptions {
   readonly clusterId: string;
   readonly selfId: NodeId;
-  readonly secret: string;
+  /** The secrets a dialer may prove (read at each handshake: a reload replaces them). */
+  readonly secrets: () => PeerSecrets;
   readonly handshakeTimeoutMs: number;
   readonly maxPendingHandshakes: number;
   readonly maxPendingPerAddress: number;
@@ -35,8 +37,9 @@ export interface AcceptorOptions {
   /** Whether `from` is a member that dials this node. */
   readonly expects: (from: NodeId) => boolean;
   /** The handshake succeeded; from now on the socket is the transport's link to `peer`.
-   *  `nonces` are the two handshake nonces (ours, the dialer's), fresh for this link. */
-  readonly onAuthenticated: (peer: NodeId, ws: WebSocket, nonces: { readonly acceptor: Uint8Array; readonly dialer: Uint8Array }) => void;
+   *  `nonces` are the two handshake nonces (ours, the dialer's), fresh for this link;
+   *  `secret` the one the dialer proved, which keys the link. */
+  readonly onAuthenticated: (peer: NodeId, ws: WebSocket, nonces: { readonly acceptor: Uint8Array; readonly dialer: Uint8Array }, secret: string) => void;
 }
 
 /** How often overflows are logged at most. */
@@ -132,17 +135,19 @@ export class PeerAcceptor {
       const auth = parseAuth(frame);
       if (!auth) return refuse('no valid auth frame');
       claimed = auth.from.slice(0, 64);
-      const { selfId, clusterId, secret } = o;
+      const { selfId, clusterId } = o;
       // Reasons quote at most 64 characters of what was sent (closeWithin bounds the rest).
       if (auth.v !== PEER_PROTOCOL_VERSION) return refuse(`peer protocol ${auth.v}, expected ${PEER_PROTOCOL_VERSION}`);
       if (auth.clusterId !== clusterId) return refuse(`wrong cluster id "${auth.clusterId.slice(0, 64)}"`);
       if (auth.to !== selfId) return refuse(`wrong target id "${auth.to.slice(0, 64)}" (this is ${selfId})`);
       if (!o.expects(auth.from)) return refuse(`unknown node id "${claimed}"`);
       if (auth.from > selfId) return refuse(`${auth.from} should not dial ${selfId}: the lower id dials`);
-      if (!macsEqual(dialerMac(secret, nonce, clusterId, auth.from, selfId), auth.mac)) return refuse('wrong secret');
+      // Any of our secrets (a rotation); we answer with the one the dialer proved.
+      const secret = o.secrets().find((s) => macsEqual(dialerMac(s, nonce, clusterId, auth.from, selfId), auth.mac));
+      if (secret === undefined) return refuse('wrong secret');
       ws.send(encodeFrame({ k: 'welcome', mac: acceptorMac(secret, auth.nonce, clusterId, selfId, auth.from) }));
       release();
-      o.onAuthenticated(auth.from, ws, { acceptor: nonce, dialer: auth.nonce });
+      o.onAuthenticated(auth.from, ws, { acceptor: nonce, dialer: auth.nonce }, secret);
     });
     const onClose = (): void => release();
     ws.on('message', onMessage);

@@ -8,20 +8,24 @@ import type { NodeId } from '../raft/types.js';
 import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import type { LinkNonces } from './peer-frames.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseHello, parseWelcome } from './peer-handshake.js';
+import type { PeerSecrets } from './peer-secrets.js';
 import { CLOSE, type ResolvedPeerOptions } from './peer-options.js';
 import { dialerTlsOptions, isTlsFailure, type TlsMaterial } from './tls.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
 
 export interface DialContext {
   readonly opts: ResolvedPeerOptions;
-  readonly tls: TlsMaterial | undefined;
+  /** Read at each dial: a reload replaces the secrets and the certificates. */
+  readonly secrets: () => PeerSecrets;
+  readonly tls: () => TlsMaterial | undefined;
   readonly log: Logger;
   /** Counters shared with the transport's stats. */
   readonly stats: { handshakeFailures: number };
   /** False once the transport stops: nothing is dialed any more. */
   readonly running: () => boolean;
-  /** The handshake succeeded; from now on the socket is the transport's link to `peer`. */
-  readonly onAuthenticated: (peer: NodeId, ws: WebSocket, nonces: LinkNonces) => void;
+  /** The handshake succeeded; from now on the socket is the transport's link to `peer`,
+   *  keyed by `secret` (the one this node proved). */
+  readonly onAuthenticated: (peer: NodeId, ws: WebSocket, nonces: LinkNonces, secret: string) => void;
 }
 
 export class PeerDial {
@@ -31,6 +35,9 @@ export class PeerDial {
   private ws: WebSocket | null = null;
   /** Last problem logged at warn, so that a peer that stays down does not flood the log. */
   private lastProblem: string | null = null;
+  /** Why the last attempt was refused (a secret or a certificate the other side does not
+   *  accept), until an attempt succeeds or fails otherwise: what status shows an operator. */
+  private refusedFor: string | null = null;
   private stopped = false;
 
   constructor(
@@ -42,6 +49,11 @@ export class PeerDial {
   /** The socket this dial holds right now, if any. */
   socket(): WebSocket | null {
     return this.ws;
+  }
+
+  /** Why the peer refuses this node's link right now, if it does. */
+  get refusal(): string | null {
+    return this.refusedFor;
   }
 
   /** Stop redialing (the current socket, if any, is left to the caller). */
@@ -66,6 +78,7 @@ export class PeerDial {
 
   private problem(problem: string, refused = false): void {
     if (refused) this.c.stats.handshakeFailures += 1;
+    this.refusedFor = refused ? problem : null;
     const fields = { peer: this.peer, url: this.url, reason: problem };
     // Refusals are configuration errors worth seeing each time they change; an unreachable
     // peer is routine while it restarts.
@@ -78,13 +91,14 @@ export class PeerDial {
   dial(): void {
     if (this.stopped || !this.c.running()) return;
     const { opts: o, log } = this.c;
-    const { selfId, clusterId, secret } = o;
+    const { selfId, clusterId } = o;
+    const secret = this.c.secrets().sending;
     const peer = this.peer;
     const ws = new WebSocket(this.url, {
       maxPayload: o.maxFrameBytes,
       perMessageDeflate: false,
       handshakeTimeout: o.handshakeTimeoutMs,
-      ...dialerTlsOptions(this.c.tls),
+      ...dialerTlsOptions(this.c.tls()),
     });
     this.ws = ws;
     let state: 'hello' | 'welcome' | 'ready' = 'hello';
@@ -127,8 +141,9 @@ export class PeerDial {
       state = 'ready';
       this.attempt = 0;
       this.lastProblem = null;
+      this.refusedFor = null;
       ws.off('message', onHandshake);
-      this.c.onAuthenticated(peer, ws, { acceptor: acceptorNonce!, dialer: ourNonce! });
+      this.c.onAuthenticated(peer, ws, { acceptor: acceptorNonce!, dialer: ourNonce! }, secret);
     });
     ws.on('message', onHandshake);
     ws.on('error', (err) => {

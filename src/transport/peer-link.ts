@@ -16,6 +16,11 @@ import { closeWithin, rawBytes } from './ws-util.js';
 export interface Link {
   readonly peer: NodeId;
   readonly ws: WebSocket;
+  /** Which side dialed: this node ('dialed') or the peer ('accepted'). */
+  readonly how: 'dialed' | 'accepted';
+  /** The cluster secret the handshake proved: it keys the frames, and the link ends when a
+   *  reload removes it. */
+  readonly secret: string;
   /** MACs of the frames in both directions (peer-frames.ts). */
   readonly auth: FrameAuth;
   /** Monotonic time of the last frame or pong from the peer. */
@@ -31,12 +36,12 @@ export interface LinkContext {
 /** What one received frame carried, once opened and checked. */
 export type Received = { readonly kind: 'raft'; readonly msgs: Message[] } | { readonly kind: 'app'; readonly payload: unknown } | null;
 
-/** A link over a socket whose handshake just succeeded, with its frame keys. */
-export function openLink(o: ResolvedPeerOptions, peer: NodeId, ws: WebSocket, how: 'dialed' | 'accepted', nonces: LinkNonces): Link {
-  const { secret, clusterId, selfId } = o;
+/** A link over a socket whose handshake just succeeded (proving `secret`), with its frame keys. */
+export function openLink(o: ResolvedPeerOptions, peer: NodeId, ws: WebSocket, how: 'dialed' | 'accepted', nonces: LinkNonces, secret: string): Link {
+  const { clusterId, selfId } = o;
   const [dialer, acceptor] = how === 'dialed' ? [selfId, peer] : [peer, selfId];
   const auth = new FrameAuth(secret, how === 'dialed' ? 'dialer' : 'acceptor', nonces, clusterId, dialer, acceptor);
-  return { peer, ws, auth, lastHeard: performance.now() };
+  return { peer, ws, how, secret, auth, lastHeard: performance.now() };
 }
 
 /** Send one turn's Raft messages to the link as one frame (split in halves when too large);

@@ -7,8 +7,9 @@ import type { TlsMaterial } from './tls.js';
 export interface PeerTransportOptions {
   readonly clusterId: string;
   readonly selfId: NodeId;
-  /** The cluster secret; it never leaves this process. */
-  readonly secret: string;
+  /** The cluster secrets: this node proves the first and accepts any (peer-secrets.ts); they
+   *  never leave this process. setCredentials replaces them. */
+  readonly secrets: readonly string[];
   readonly listenHost: string;
   /** 0 picks a free port; address() tells which. */
   readonly listenPort: number;
@@ -27,7 +28,8 @@ export interface PeerTransportOptions {
   readonly backoffMinMs?: number;
   readonly backoffMaxMs?: number;
   /** wss:// for peer links: listen with these certificates and dial trusting `ca`,
-   *  presenting `cert` (mutual TLS when the other side requires client certificates). */
+   *  presenting `cert` (mutual TLS when the other side requires client certificates).
+   *  setCredentials replaces them. */
   readonly tls?: TlsMaterial;
   /** Inbound sockets still in the handshake at once; more are cut. Default 64. */
   readonly maxPendingHandshakes?: number;
@@ -73,6 +75,9 @@ export const CLOSE = {
   SUPERSEDED: 4001,
   REMOVED: 4002,
   UNRESPONSIVE: 4003,
+  /** This node's secrets or certificates changed (a config reload): the link is made again
+   *  with the new ones, or ends if the other side does not accept them. */
+  RELOADED: 4004,
   REFUSED: 4401,
 } as const;
 
@@ -89,14 +94,14 @@ const DEFAULTS = {
   closeGraceMs: 1000,
 };
 
-/** The options with every default filled in (the peer list, logger and TLS travel apart). */
-export type ResolvedPeerOptions = Required<Omit<PeerTransportOptions, 'peers' | 'logger' | 'tls'>>;
+/** The options with every default filled in (the peer list, logger, and the secrets and TLS,
+ *  which a reload replaces, travel apart). */
+export type ResolvedPeerOptions = Required<Omit<PeerTransportOptions, 'peers' | 'logger' | 'tls' | 'secrets'>>;
 
 export function resolvePeerOptions(options: PeerTransportOptions): ResolvedPeerOptions {
   return {
     clusterId: options.clusterId,
     selfId: options.selfId,
-    secret: options.secret,
     listenHost: options.listenHost,
     listenPort: options.listenPort,
     maxFrameBytes: options.maxFrameBytes ?? DEFAULTS.maxFrameBytes,

@@ -13,13 +13,21 @@ import type { Message, NodeId } from '../raft/types.js';
 import { PeerAcceptor } from './peer-accept.js';
 import { PeerDial } from './peer-dial.js';
 import type { LinkNonces } from './peer-frames.js';
+import { PeerSecrets } from './peer-secrets.js';
 import { openLink, receiveFrame, sendApp, sendRaft, type Link, type LinkContext } from './peer-link.js';
 import type { PeerNetwork } from './contracts.js';
 import { CLOSE, newPeerStats, resolvePeerOptions, type PeerTransportOptions, type PeerTransportStats, type ResolvedPeerOptions } from './peer-options.js';
-import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
+import { listenWs, sameTlsMaterial, type TlsMaterial, type WsListener } from './tls.js';
 import { closeWithin, guarded } from './ws-util.js';
 
 export type { PeerTransportOptions, PeerTransportStats } from './peer-options.js';
+
+/** What a config reload may change of the peer links: the secrets, and the certificates (on
+ *  a node with TLS; TLS itself cannot be turned on or off while it runs). */
+export interface PeerCredentials {
+  readonly secrets: readonly string[];
+  readonly tls?: TlsMaterial;
+}
 
 export interface PeerTransportEvents {
   raft: [from: NodeId, msgs: Message[]];
@@ -35,7 +43,9 @@ const LINKS_PER_ADDRESS = 32;
 
 export class PeerTransport extends EventEmitter<PeerTransportEvents> implements PeerNetwork {
   private readonly opts: ResolvedPeerOptions;
-  private readonly tls: TlsMaterial | undefined;
+  /** Replaced by setCredentials; dials and handshakes read the current ones. */
+  private tls: TlsMaterial | undefined;
+  private secrets: PeerSecrets;
   private readonly log: Logger;
   private peers = new Map<NodeId, string>();
   private server: WsListener | null = null;
@@ -55,6 +65,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> implements 
     super();
     this.opts = resolvePeerOptions(options);
     this.tls = options.tls;
+    this.secrets = new PeerSecrets(options.secrets);
     this.log = options.logger.child({ component: 'peer-transport', node: options.selfId });
     this.peers = withoutSelf(options.peers, options.selfId);
     this.frames = { opts: this.opts, log: this.log, stats: this.counters };
@@ -62,7 +73,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> implements 
     this.acceptor = new PeerAcceptor({
       clusterId: o.clusterId,
       selfId: o.selfId,
-      secret: o.secret,
+      secrets: () => this.secrets,
       handshakeTimeoutMs: o.handshakeTimeoutMs,
       maxPendingHandshakes: o.maxPendingHandshakes,
       maxPendingPerAddress: o.maxPendingPerAddress,
@@ -72,8 +83,53 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> implements 
       log: this.log,
       stats: this.counters,
       expects: (from) => this.peers.has(from),
-      onAuthenticated: (peer, ws, nonces) => this.linkUp(peer, ws, 'accepted', nonces),
+      onAuthenticated: (peer, ws, nonces, secret) => this.linkUp(peer, ws, 'accepted', nonces, secret),
     });
+  }
+
+  /**
+   * New secrets or certificates (a config reload). Links keyed by a secret no longer held end
+   * at once (that is what removing a secret is for). Links this node dialed are made again
+   * when it proves itself with a new first secret, and every link when the certificates
+   * changed, so that what the reload put in place is used, and a peer that does not accept
+   * it says so now (`peer refused the link`, on status) rather than at some later reconnect.
+   * Returns what changed.
+   */
+  setCredentials(c: PeerCredentials): string[] {
+    const next = new PeerSecrets(c.secrets);
+    if ((c.tls === undefined) !== (this.tls === undefined)) throw new Error('peer TLS cannot be turned on or off while the node runs');
+    const changed: string[] = [];
+    const secretsChanged = next.list.join('\0') !== this.secrets.list.join('\0');
+    const sendingChanged = next.sending !== this.secrets.sending;
+    const tlsChanged = c.tls !== undefined && !sameTlsMaterial(c.tls, this.tls!);
+    if (secretsChanged) changed.push(`secrets (${next.list.length}${sendingChanged ? ', a new first' : ''})`);
+    if (tlsChanged) {
+      this.server?.setTls(c.tls!);
+      this.tls = c.tls;
+      changed.push('peer certificates');
+    }
+    this.secrets = next;
+    for (const link of this.links.values()) {
+      const why = !next.accepts(link.secret)
+        ? 'the secret of this link was removed'
+        : tlsChanged
+          ? 'certificates reloaded'
+          : sendingChanged && link.how === 'dialed'
+            ? 'this node proves a new secret'
+            : null;
+      if (why === null) continue;
+      this.log.info({ peer: link.peer, why }, 'credentials changed; making the peer link again');
+      closeWithin(link.ws, CLOSE.RELOADED, why, this.opts.closeGraceMs);
+    }
+    return changed;
+  }
+
+  /** Peers that refuse this node's link (its secret or certificate), with why: the dials of
+   *  this node's whose last attempt was refused, and that have no link. */
+  refusedLinks(): Map<NodeId, string> {
+    const out = new Map<NodeId, string>();
+    for (const d of this.dialers.values()) if (d.refusal !== null && !this.links.has(d.peer)) out.set(d.peer, d.refusal);
+    return out;
   }
 
   /** Listen for peers and start dialing the ones this node dials. */
@@ -228,11 +284,12 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> implements 
       if (!this.dials(peer) || this.dialers.has(peer)) continue;
       const d = new PeerDial(peer, url, {
         opts: this.opts,
-        tls: this.tls,
+        secrets: () => this.secrets,
+        tls: () => this.tls,
         log: this.log,
         stats: this.counters,
         running: () => this.running,
-        onAuthenticated: (p, ws, nonces) => this.linkUp(p, ws, 'dialed', nonces),
+        onAuthenticated: (p, ws, nonces, secret) => this.linkUp(p, ws, 'dialed', nonces, secret),
       });
       this.dialers.set(peer, d);
       d.dial();
@@ -241,8 +298,11 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> implements 
 
   // ---- links -------------------------------------------------------------------------------
 
-  private linkUp(peer: NodeId, ws: WebSocket, how: 'dialed' | 'accepted', nonces: LinkNonces): Link {
-    const link = openLink(this.opts, peer, ws, how, nonces);
+  private linkUp(peer: NodeId, ws: WebSocket, how: 'dialed' | 'accepted', nonces: LinkNonces, secret: string): Link {
+    const link = openLink(this.opts, peer, ws, how, nonces, secret);
+    // A dial that began before a reload removed its secret: what the reload cut, it must not
+    // let back in.
+    if (!this.secrets.accepts(secret)) closeWithin(ws, CLOSE.RELOADED, 'the secret of this link was removed', this.opts.closeGraceMs);
     ws.on('pong', () => {
       link.lastHeard = performance.now();
     });

@@ -1,10 +1,12 @@
 // TLS for both ports: certificate material read from files, and ws listeners over plain
 // HTTP or HTTPS. A URL with wss:// means TLS on; the transport modules take a TlsMaterial
 // (or none) and never read files themselves, so a missing file is one start-up error here.
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import type { AddressCoolOff } from './address-cooloff.js';
 import type { Logger } from 'pino';
 import { WebSocketServer, type ClientOptions, type WebSocket } from 'ws';
@@ -50,6 +52,47 @@ export function loadTlsMaterial(files: TlsFiles, field: string): TlsMaterial {
   const key = read(files.key, 'key');
   const ca = files.ca === undefined ? undefined : read(files.ca, 'ca');
   return { cert, key, ...(ca ? { ca } : {}), requireClientCert: files.requireClientCert };
+}
+
+/** Whether two materials hold the same certificates, key and CA, byte for byte. */
+export function sameTlsMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
+  const same = (x: Buffer | undefined, y: Buffer | undefined): boolean => (x === undefined ? y === undefined : y !== undefined && x.equals(y));
+  return same(a.cert, b.cert) && same(a.key, b.key) && same(a.ca, b.ca) && a.requireClientCert === b.requireClientCert;
+}
+
+/** The certificates of a PEM bundle (a CA file may hold several: the old CA and the new one,
+ *  while a CA is replaced). */
+function pemCertificates(pem: Buffer): X509Certificate[] {
+  const blocks = pem.toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  return blocks.map((b) => new X509Certificate(b));
+}
+
+/**
+ * Why `m` would not work, or null: a key that is not the certificate's, a certificate outside
+ * its validity at `now`, or, with `issuedByCa`, one that no certificate of `ca` signed (the
+ * peers, which trust that CA, would refuse it). A reload checks the new files with this before
+ * it replaces anything, so a renewal gone wrong leaves the node on the certificates it had.
+ */
+export function tlsMaterialProblem(m: TlsMaterial, opts: { issuedByCa: boolean; now?: Date }): string | null {
+  try {
+    createSecureContext({ cert: m.cert, key: m.key, ...(m.ca ? { ca: m.ca } : {}) });
+  } catch (err) {
+    return `the certificate, key or CA cannot be used together (${(err as Error).message})`;
+  }
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(m.cert);
+  } catch (err) {
+    return `the certificate cannot be read (${(err as Error).message})`;
+  }
+  const now = opts.now ?? new Date();
+  if (new Date(leaf.validTo) < now) return `the certificate expired on ${leaf.validTo}`;
+  if (new Date(leaf.validFrom) > now) return `the certificate is not valid before ${leaf.validFrom}`;
+  if (opts.issuedByCa && m.ca) {
+    const cas = pemCertificates(m.ca);
+    if (!cas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey))) return `the certificate (issued by ${leaf.issuer.replace(/\n/g, ', ')}) is not signed by a CA of the ca file, which the other nodes trust`;
+  }
+  return null;
 }
 
 /** ws client options that make a dialer trust `ca` and present its own certificate. */
@@ -154,6 +197,9 @@ export function stacklessAborts(server: HttpServer): void {
 export interface WsListener {
   readonly wss: WebSocketServer;
   address(): { host: string; port: number };
+  /** New certificates for the connections accepted from now on (open ones keep theirs).
+   *  Throws on a listener without TLS, or when requireClientCert would change. */
+  setTls(tls: TlsMaterial): void;
   close(): Promise<void>;
 }
 
@@ -226,6 +272,12 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
   server.on('error', (err) => opts.logger.error({ err }, `${opts.what} listener failed`));
   return {
     wss,
+    setTls(tls: TlsMaterial) {
+      if (!opts.tls) throw new Error(`the ${opts.what} port has no TLS to replace`);
+      // Whether clients must present certificates is the server's, not the context's.
+      if (tls.requireClientCert !== opts.tls.requireClientCert) throw new Error('requireClientCert cannot change while the node runs');
+      (server as HttpsServer).setSecureContext({ cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}) });
+    },
     address() {
       const a = server.address();
       if (!a || typeof a === 'string') throw new Error(`the ${opts.what} port is not listening`);

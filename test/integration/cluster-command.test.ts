@@ -1,5 +1,6 @@
 // `palisade cluster` (what `npm start` runs), as real processes: a second run against data
-// directories in use, a port in use, a node lost, the parent killed, client TLS without a CA.
+// directories in use, a hangup, a port in use, a node lost, the parent killed, client TLS
+// without a CA.
 // Each says why on the terminal and exits non-zero; none leaves nodes running.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -69,6 +70,18 @@ test('a second palisade cluster on data directories in use exits non-zero with t
   assert.ok(pids.every(alive));
   first.p.kill('SIGTERM');
   assert.equal((await first.done).code, 0);
+  await until(() => pids.every((p) => !alive(p)), 15_000, 'the nodes stopped');
+});
+
+test('a hangup (the terminal closed) stops palisade cluster and its nodes, though the nodes take SIGHUP as a reload', async () => {
+  const c = await newCluster();
+  const s = supervisor(c.configPath);
+  await until(() => s.output().includes('leader elected'), 30_000, 'the cluster');
+  const pids = s.pids();
+  assert.equal(pids.length, 3);
+  // A closed terminal signals the whole foreground process group: the supervisor and its nodes.
+  for (const pid of [s.p.pid!, ...pids]) kill(pid, 'SIGHUP');
+  assert.equal((await s.done).code, 0);
   await until(() => pids.every((p) => !alive(p)), 15_000, 'the nodes stopped');
 });
 

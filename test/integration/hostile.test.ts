@@ -88,7 +88,7 @@ describe('hostile input', () => {
     const impostor = new PeerTransport({
       clusterId: 'palisade-test',
       selfId: 'n1',
-      secret: 'not-the-cluster-secret-at-all',
+      secrets: ['not-the-cluster-secret-at-all'],
       listenHost: '127.0.0.1',
       listenPort: 0,
       peers: new Map([['n3', target.peerUrl]]),

@@ -28,6 +28,7 @@ test('the unit runs one node by its instance name and lets an operator act on a 
   const unit = readFileSync(UNIT, 'utf8');
   assert.match(unit, /^ExecStart=\/usr\/bin\/node \/opt\/palisade\/node_modules\/palisade-server\/bin\/palisade\.mjs serve --config \/etc\/palisade\/cluster\.config\.json --id %i$/m);
   assert.match(unit, /^KillSignal=SIGTERM$/m);
+  assert.match(unit, /^ExecReload=\/bin\/kill -HUP \$MAINPID$/m, 'systemctl reload sends SIGHUP: the node reloads its config');
   assert.match(unit, /^RestartPreventExitStatus=1 64$/m);
   assert.match(unit, /^ReadWritePaths=\/var\/lib\/palisade$/m);
 });

@@ -351,7 +351,7 @@ describe('a cluster with authentication, TLS and limits', () => {
       const t = new PeerTransport({
         clusterId: opts.clusterId ?? 'palisade-test',
         selfId: 'n1',
-        secret: opts.secret ?? 'integration-test-secret-0123456789',
+        secrets: [opts.secret ?? 'integration-test-secret-0123456789'],
         listenHost: '127.0.0.1',
         listenPort: 0,
         peers: new Map([['n3', c.node('n3').peerUrl]]),
@@ -383,7 +383,7 @@ describe('a cluster with authentication, TLS and limits', () => {
       const t = new PeerTransport({
         clusterId: 'palisade-test',
         selfId: 'n1',
-        secret: 'integration-test-secret-0123456789',
+        secrets: ['integration-test-secret-0123456789'],
         listenHost: '127.0.0.1',
         listenPort: 0,
         peers: new Map([['n2', c.node('n2').peerUrl]]),

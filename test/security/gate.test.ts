@@ -290,7 +290,8 @@ describe('config sections', () => {
   const bad: [string, Record<string, unknown>][] = [
     ['auth.tokens', { auth: { tokens: [] } }],
     ['auth.tokens[0].token', { auth: { tokens: [{ name: 'a', token: 'short' }] } }],
-    ['auth.tokens[1].name', { auth: { tokens: [{ name: 'a', token: SECRET_A }, { name: 'a', token: SECRET_RO }] } }],
+    // Two tokens of one name are one identity (a rotation): they must grant the same.
+    ['auth.tokens[1]', { auth: { tokens: [{ name: 'a', token: SECRET_A }, { name: 'a', token: SECRET_RO, readOnly: true }] } }],
     ['auth.tokens[1].token', { auth: { tokens: [{ name: 'a', token: SECRET_A }, { name: 'b', token: SECRET_A }] } }],
     ['auth.tokens[0].prefixes', { auth: { tokens: [{ name: 'a', token: SECRET_A, prefixes: [] }] } }],
     ['auth.tokens[0].admin', { auth: { tokens: [{ name: 'a', token: SECRET_A, readOnly: true, admin: true }] } }],

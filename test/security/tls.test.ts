@@ -39,7 +39,7 @@ interface Peer {
 }
 
 async function peer(id: NodeId, tls: TlsMaterial | undefined, overrides: Partial<PeerTransportOptions> = {}): Promise<Peer> {
-  const { t, lines } = testPeerTransport({ clusterId: 'tls-test', selfId: id, secret: SECRET, ...(tls ? { tls } : {}), ...overrides });
+  const { t, lines } = testPeerTransport({ clusterId: 'tls-test', selfId: id, secrets: [SECRET], ...(tls ? { tls } : {}), ...overrides });
   const got: Message[] = [];
   t.on('raft', (_from, msgs) => got.push(...msgs));
   const { port } = await t.start();

@@ -25,7 +25,7 @@ const PEER_KINDS: readonly { name: string; pair(): Promise<PeerPair> }[] = [
   {
     name: 'ws (PeerTransport)',
     async pair() {
-      const common = { clusterId: 'contract', secret: 'contract-secret-0123456789abcdef' };
+      const common = { clusterId: 'contract', secrets: ['contract-secret-0123456789abcdef'] };
       const a = testPeerTransport({ ...common, selfId: 'a' }).t;
       const b = testPeerTransport({ ...common, selfId: 'b' }).t;
       return {

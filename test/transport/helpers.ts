@@ -31,7 +31,7 @@ export function captureLogger(): { logger: Logger; lines: LogLine[] } {
  * captured, and reconnects and handshakes quick enough for a test to wait on.
  */
 export function testPeerTransport(
-  options: Pick<PeerTransportOptions, 'clusterId' | 'selfId' | 'secret'> & Partial<PeerTransportOptions>,
+  options: Pick<PeerTransportOptions, 'clusterId' | 'selfId' | 'secrets'> & Partial<PeerTransportOptions>,
 ): { t: PeerTransport; lines: LogLine[] } {
   const { logger, lines } = captureLogger();
   const t = new PeerTransport({

@@ -57,7 +57,7 @@ describe('FrameAuth', () => {
 describe('a peer link without TLS', () => {
   test('a frame injected into an established link is not delivered; the link is redialed', async () => {
     const start = async (id: NodeId): Promise<{ t: PeerTransport; port: number; raft: Message[] }> => {
-      const { t } = testPeerTransport({ clusterId: CLUSTER, selfId: id, secret: SECRET, pingIntervalMs: 60_000, backoffMinMs: 10, backoffMaxMs: 50 });
+      const { t } = testPeerTransport({ clusterId: CLUSTER, selfId: id, secrets: [SECRET], pingIntervalMs: 60_000, backoffMinMs: 10, backoffMaxMs: 50 });
       const raft: Message[] = [];
       t.on('raft', (_from, msgs) => raft.push(...msgs));
       const { port } = await t.start();

@@ -34,7 +34,7 @@ afterEach(async () => {
 });
 
 async function startNode(id: NodeId, overrides: Partial<PeerTransportOptions> = {}): Promise<Node> {
-  const { t, lines } = testPeerTransport({ clusterId: CLUSTER, selfId: id, secret: SECRET, ...overrides });
+  const { t, lines } = testPeerTransport({ clusterId: CLUSTER, selfId: id, secrets: [SECRET], ...overrides });
   const node: Node = { id, t, url: '', port: 0, raft: [], app: [], events: [], lines };
   t.on('raft', (from, msgs) => node.raft.push({ from, msgs }));
   t.on('app', (from, payload) => node.app.push({ from, payload }));
@@ -233,7 +233,7 @@ describe('PeerTransport', () => {
     }
 
     test('wrong secret', async () => {
-      const a = await startNode('a', { secret: 'guess' });
+      const a = await startNode('a', { secrets: ['guess'] });
       const b = await startNode('b');
       connect([a, b]);
       await assertRefused(a, b, /^wrong secret$/);

@@ -21,7 +21,12 @@ export interface Principal {
 /** Every client, when the config has no `auth` section. */
 export const UNAUTHENTICATED_CLIENT: Principal = Object.freeze({ name: '(auth off)', prefixes: null, readOnly: false, admin: true });
 
-/** The configured tokens, kept only as digests. */
+/** What a registry keeps of a token, and what a connection keeps of the token it presented
+ *  (src/protocol/node-proof.ts). */
+export { tokenDigest };
+
+/** The configured tokens, kept only as digests. Two tokens may share a name (a rotation):
+ *  they are one principal. */
 export class TokenRegistry {
   private readonly entries: readonly { readonly digest: Buffer; readonly id: Buffer; readonly principal: Principal }[];
 
@@ -44,8 +49,11 @@ export class TokenRegistry {
    * time taken says nothing about how close a guess came or which token it was near.
    */
   authenticate(presented: string | undefined): Principal | null {
-    if (presented === undefined) return null;
-    const digest = tokenDigest(presented);
+    return presented === undefined ? null : this.principalOf(tokenDigest(presented));
+  }
+
+  /** The principal of the token with this digest, or null (compared as authenticate says). */
+  principalOf(digest: Buffer): Principal | null {
     let found: Principal | null = null;
     for (const e of this.entries) {
       if (timingSafeEqual(e.digest, digest)) found = e.principal;

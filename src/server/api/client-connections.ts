@@ -9,8 +9,11 @@ import type { EventSink, Subscriptions } from './subscriptions.js';
 
 export type Serve = <R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null) => Promise<Answer<R['op']>>;
 
+/** A connection whose token was removed is closed as a policy violation (as HELLO_TIMEOUT). */
+const REVOKED_CLOSE_CODE = 1008;
+
 export function serveConnection(conn: ClientConn, gates: ClientGate, serve: Serve, subs: Subscriptions): void {
-  const gate = gates.open(conn);
+  const gate = gates.open(conn, (why) => conn.close(REVOKED_CLOSE_CODE, why));
   const sink: EventSink = { id: conn.id, pushEvent: (e: ServerEvent) => gate.showsEvent(e) && conn.send(e), isOpen: () => conn.isOpen };
   // The port's pre-authentication limits end once the gate knows who this is (at once when
   // auth is off; after a hello with a valid token when it is on).
@@ -19,5 +22,8 @@ export function serveConnection(conn: ClientConn, gates: ClientGate, serve: Serv
     void serve(gate, req, sink).then((ans) => conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error }));
     if (gate.who) conn.authenticated(); // admit() has judged a hello synchronously
   });
-  conn.on('close', () => subs.dropConn(sink));
+  conn.on('close', () => {
+    gates.forget(gate);
+    subs.dropConn(sink);
+  });
 }

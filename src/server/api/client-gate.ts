@@ -3,6 +3,12 @@
 // who that connection is; the node asks it before serving each request (admit), tells it
 // what the answer was (observe), and asks it before pushing an event (showsEvent).
 //
+// The tokens are reloaded with the config (setTokens): a connection keeps the digest of the
+// token it presented, not its rights, so a token's new rights apply to its open connections
+// at once, and a removed token's connections are closed (those that asked to hear of it) and
+// every later request of theirs is UNAUTHENTICATED. Their sessions are left to expire: their
+// clients may act on their locks until their leases end (docs/security.md).
+//
 // Requests a follower forwards to the leader were admitted where they entered: the gate
 // runs once, at the node the client is connected to (peers are trusted, see docs/security.md).
 // The per-session and per-lock counts are checked by the leader before it proposes an
@@ -10,21 +16,51 @@
 import type { Logger } from 'pino';
 import type { HelloChallenge, Request, ServerEvent, WireError } from '../../protocol/client-protocol.js';
 import type { Answer } from '../../protocol/ops.js';
-import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, type Principal } from './auth.js';
-import type { ClusterConfig } from '../../config/cluster-config.js';
+import { TokenRegistry, UNAUTHENTICATED_CLIENT, eventVisibleTo, permissionProblem, sessionScopeApplies, sessionScopeProblem, tokenDigest, type Principal } from './auth.js';
+import type { AuthConfig, ClusterConfig } from '../../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
 
 export class ClientGate {
-  private readonly tokens: TokenRegistry | null;
+  private tokens: TokenRegistry | null;
+  private auth: AuthConfig | null;
+  /** Counts token reloads: a connection whose principal is older looks its token up again. */
+  private tokensVersion = 0;
+  /** Connections to close when their token is removed (websockets; an HTTP request's gate
+   *  lives for one request, and a stream of one hears no more events). */
+  private readonly revocable = new Map<ConnectionGate, (why: string) => void>();
 
   constructor(
     private readonly cfg: ClusterConfig,
     private readonly log: Logger,
     private readonly machine: () => MachineView,
   ) {
+    this.auth = cfg.auth;
     this.tokens = cfg.auth ? new TokenRegistry(cfg.auth.tokens) : null;
+  }
+
+  /**
+   * The tokens of a reloaded config (auth stays on or off: that needs a restart). Open
+   * connections whose token is gone are told and closed; the others take their token's new
+   * rights. Returns what changed.
+   */
+  setTokens(auth: AuthConfig | null): string[] {
+    if ((auth === null) !== (this.auth === null)) throw new Error('authentication cannot be turned on or off while the node runs');
+    if (auth === null || JSON.stringify(auth) === JSON.stringify(this.auth)) return [];
+    this.auth = auth;
+    this.tokens = new TokenRegistry(auth.tokens);
+    this.tokensVersion += 1;
+    let closed = 0;
+    for (const [gate, revoke] of this.revocable) {
+      if (!gate.revoked()) continue;
+      this.revocable.delete(gate);
+      closed += 1;
+      revoke('UNAUTHENTICATED: the token of this connection was removed from the cluster config');
+    }
+    const names = [...new Set(auth.tokens.map((t) => t.name))];
+    this.log.info({ tokens: names, connectionsClosed: closed }, 'client tokens reloaded');
+    return [`tokens (${names.join(', ')}; ${closed} connection(s) of removed tokens closed)`];
   }
 
   /** Say once, at start-up, what is not protected. */
@@ -35,8 +71,22 @@ export class ClientGate {
     if (!this.cfg.tls.client) this.log.warn('the client port is not encrypted (ws://): tokens and lock traffic are readable on the network (configure "tls.client")');
   }
 
-  open(conn: { readonly id: number; readonly remoteAddress: string }): ConnectionGate {
-    return new ConnectionGate(this, conn, this.tokens === null ? UNAUTHENTICATED_CLIENT : null);
+  /** A gate for one connection; `revoke` closes it when its token is removed (forget() it
+   *  when the connection closes). */
+  open(conn: { readonly id: number; readonly remoteAddress: string }, revoke?: (why: string) => void): ConnectionGate {
+    const gate = new ConnectionGate(this, conn, this.tokens === null ? UNAUTHENTICATED_CLIENT : null);
+    if (revoke) this.revocable.set(gate, revoke);
+    return gate;
+  }
+
+  forget(gate: ConnectionGate): void {
+    this.revocable.delete(gate);
+  }
+
+  /** @internal The principal of a token's digest (null: none presented, or unknown). */
+  principalOf(digest: Buffer | null): Principal | null {
+    if (!this.tokens) return UNAUTHENTICATED_CLIENT;
+    return digest === null ? null : this.tokens.principalOf(digest);
   }
 
   /** @internal */
@@ -46,8 +96,8 @@ export class ClientGate {
   }
 
   /** @internal */
-  authenticate(token: string | undefined): Principal | null {
-    return this.tokens ? this.tokens.authenticate(token) : UNAUTHENTICATED_CLIENT;
+  get version(): number {
+    return this.tokensVersion;
   }
 
   /** @internal */
@@ -71,6 +121,12 @@ export class ConnectionGate {
   private readonly watches: ConnectionWatches;
   /** Refusals already logged on this connection: the first of each kind is enough. */
   private readonly logged = new Set<WireError['code']>();
+  /** The digest of the token the last hello presented (null: none), and the tokens' version
+   *  the principal was looked up in. */
+  private credential: Buffer | null = null;
+  private version: number;
+  /** Its token was accepted, then removed by a reload. */
+  private wasRevoked = false;
 
   /** @internal constructed by ClientGate.open */
   constructor(
@@ -78,29 +134,53 @@ export class ConnectionGate {
     private readonly conn: { readonly id: number; readonly remoteAddress: string },
     private principal: Principal | null,
   ) {
+    this.version = gate.version;
     this.sessions = new ConnectionSessions(gate.limits.maxSessionsPerConnection);
     this.watches = new ConnectionWatches(gate.limits.maxWatchesPerConnection);
   }
 
-  /** Who this connection is, once authenticated. */
+  /** Who this connection is, once authenticated: its token's rights as the config now says. */
   get who(): Principal | null {
+    this.lookUpAgain();
     return this.principal;
+  }
+
+  /** Whether this connection's token was accepted and has since been removed. */
+  revoked(): boolean {
+    this.lookUpAgain();
+    return this.wasRevoked;
+  }
+
+  /** The tokens were reloaded since this connection's token was looked up: again. */
+  private lookUpAgain(): void {
+    if (this.version === this.gate.version) return;
+    this.version = this.gate.version;
+    if (this.principal === null) return;
+    this.principal = this.gate.principalOf(this.credential);
+    this.wasRevoked = this.principal === null;
   }
 
   /** The refusal to answer instead of serving `req`, or null to serve it. */
   admit(req: Request): WireError | null {
     if (req.op === 'hello') {
       // A hello (re)states who the connection is; a bad token leaves it unauthenticated.
-      this.principal = this.gate.authenticate(req.token);
+      this.credential = req.token === undefined ? null : tokenDigest(req.token);
+      this.version = this.gate.version;
+      this.wasRevoked = false;
+      this.principal = this.gate.principalOf(this.credential);
       if (this.principal) return null;
       return this.refuse(req, {
         code: 'UNAUTHENTICATED',
         message: req.token === undefined ? 'this cluster requires a token: send it in hello' : 'the token was not accepted',
       });
     }
-    if (!this.principal) return this.refuse(req, { code: 'UNAUTHENTICATED', message: 'say hello with a valid token first' });
+    const principal = this.who;
+    if (!principal) {
+      const message = this.wasRevoked ? 'the token of this connection was removed from the cluster config' : 'say hello with a valid token first';
+      return this.refuse(req, { code: 'UNAUTHENTICATED', message });
+    }
     return (
-      this.refuse(req, permissionProblem(this.principal, req)) ??
+      this.refuse(req, permissionProblem(principal, req)) ??
       nameLengthProblem(this.gate.limits, req) ??
       this.watches.problem(req) ??
       this.sessions.problem(req, this.gate.machineView)
@@ -117,20 +197,22 @@ export class ConnectionGate {
 
   /** Who owns the sessions this connection opens: its token's name, null with auth off. */
   get owner(): string | null {
-    return this.principal === null || this.principal === UNAUTHENTICATED_CLIENT ? null : this.principal.name;
+    const p = this.who;
+    return p === null || p === UNAUTHENTICATED_CLIENT ? null : p.name;
   }
 
   /** Whether `req` (admitted) uses a session whose owner and scope must be checked (an
    *  authenticated client): then sessionScope must be asked too. */
   judgesSession(req: Request): boolean {
-    return this.principal !== null && sessionScopeApplies(this.principal, req);
+    const p = this.who;
+    return p !== null && sessionScopeApplies(p, req);
   }
 
   /** Whether sessionScope needs state that covers everything committed before `req` arrived
    *  (a linearizable read first): a token limited in scope is judged by what the session
    *  holds now, and a session id above this node's applied index may be one it lags behind. */
   needsCurrentState(req: Request): boolean {
-    const p = this.principal;
+    const p = this.who;
     if (p === null || !sessionScopeApplies(p, req)) return false;
     return p.prefixes !== null || p.readOnly || ownerNeedsRead(req, this.gate.machineView);
   }
@@ -138,7 +220,7 @@ export class ConnectionGate {
   /** The owner and scope checks of the session `req` uses, against the node's applied state
    *  (see needsCurrentState for when that state must be current first). */
   sessionScope(req: Request): WireError | null {
-    const p = this.principal;
+    const p = this.who;
     if (p === null || !sessionScopeApplies(p, req)) return null;
     const machine = this.gate.machineView;
     return this.refuse(req, sessionOwnerProblem(p, req, machine) ?? sessionScopeProblem(p, req, machine));
@@ -151,7 +233,8 @@ export class ConnectionGate {
 
   /** Events name locks, elections and keys: a client sees only those within its prefixes. */
   showsEvent(e: ServerEvent): boolean {
-    return this.principal !== null && eventVisibleTo(this.principal, e);
+    const p = this.who;
+    return p !== null && eventVisibleTo(p, e);
   }
 
   private refuse(req: Request, error: WireError | null): WireError | null {

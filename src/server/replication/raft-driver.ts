@@ -9,7 +9,7 @@
 // simulator (test/sim) passes its virtual clock and an in-memory store that is durable on
 // return, so every sim seed runs this very loop.
 import { ReadyPlanner, type RaftNode, type ReadyPlan, type ReadyWrite } from '../../raft/index.js';
-import type { Entry, Message, Ready, ReadState, Snapshot, SoftState } from '../../raft/index.js';
+import type { Entry, Message, NodeId, Ready, ReadState, Snapshot, SoftState } from '../../raft/index.js';
 import { systemClock, type NodeClock } from '../clock.js';
 
 export interface DriverHooks {
@@ -40,6 +40,17 @@ export interface DriverTimers {
   soon(fn: () => void): void;
   /** Call `fn` every `ms`; returns what cancels it. */
   every(ms: number, fn: () => void): () => void;
+}
+
+/** A pass's messages, one list per peer, each in the order the core produced them. */
+export function byDestination(msgs: readonly Message[]): Map<NodeId, Message[]> {
+  const out = new Map<NodeId, Message[]>();
+  for (const m of msgs) {
+    const list = out.get(m.to);
+    if (list) list.push(m);
+    else out.set(m.to, [m]);
+  }
+  return out;
 }
 
 /** The driver's schedule on a node's clock. */
