@@ -1,13 +1,22 @@
 #!/usr/bin/env node
-// Runs every test file under test/ (except the chaos campaigns, which have their own
-// command) with node's built-in runner and tsx, so the summary prints pass/fail counts; the
-// files marked `@solo` run afterwards, one at a time.
+// Runs the test files under test/ (except the chaos campaigns, which have their own command)
+// with node's built-in runner and tsx, so the summary prints pass/fail counts; the files
+// marked `@solo` run afterwards, one at a time.
+//
+// Files marked `@system` are the system suites: the release tarball and the client package
+// installed into empty projects, the deployment guide run in network namespaces, the Go and
+// Python clients built and installed, the conformance table over three languages, headless
+// Chromium against the status page. They need minutes and the machine's tools rather than
+// the server's logic; `npm test` leaves them to `npm test -- --system` (npm run
+// test:system), which CI runs as a stage of its own. `--all` runs both.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
 const roots = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-const flags = process.argv.slice(2).filter((a) => a.startsWith('-'));
+const ownFlags = new Set(['--system', '--all']);
+const flags = process.argv.slice(2).filter((a) => a.startsWith('-') && !ownFlags.has(a));
+const want = process.argv.includes('--all') ? 'all' : process.argv.includes('--system') ? 'system' : 'core';
 const skip = new Set(['node_modules', 'chaos-campaign']);
 
 function walk(dir, out) {
@@ -31,8 +40,11 @@ if (files.length === 0) {
 // attacker already takes one core; a leader stalled 250 ms plus one 50 ms heartbeat interval
 // has lost its followers' 300 ms election timeout).
 const isSolo = (f) => /^\/\/.*@solo\b/m.test(readFileSync(f, 'utf8').slice(0, 4096));
-const solo = files.filter(isSolo);
-const shared = files.filter((f) => !solo.includes(f));
+const isSystem = (f) => /^\/\/.*@system\b/m.test(readFileSync(f, 'utf8').slice(0, 4096));
+// Files named on the command line run whatever their mark.
+const chosen = roots.some((r) => r.endsWith('.test.ts')) || want === 'all' ? files : files.filter((f) => isSystem(f) === (want === 'system'));
+const solo = chosen.filter(isSolo);
+const shared = chosen.filter((f) => !solo.includes(f));
 
 // With a file per process, node's --test-timeout bounds each FILE (measured on Node 20: the
 // file is killed and reported "test timed out"): a test that hangs then fails by its file's

@@ -1,3 +1,4 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // The Go client (clients/go, standard library only) against real clusters: `go vet ./...`
 // and `go test ./...` in its module with a 3-node cluster over plain HTTP (its last test
 // SIGKILLs the leader while a lock is held and another session waits), and a cluster whose

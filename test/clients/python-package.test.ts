@@ -1,3 +1,4 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // The Python client as a user installs it: the offline install commands of
 // clients/python/README.md, run as written in a fresh virtualenv (no index, no pip
 // configuration), then the README's example against a real 3-node cluster from outside the

@@ -1,3 +1,4 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // The conformance table (scenarios.json) played by each client's runner against one real
 // 3-node cluster, with the control server for faults (leader SIGKILL and restart, a pausable
 // relay): the TypeScript SDK, the Python client and the Go client must each pass every row.

@@ -1,3 +1,4 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // docs/deployment.md, followed: three hosts, each in its own network namespace with its own
 // address (a bridge in a hub namespace of its own), clients in a fifth. The release tarball is
 // packed and installed as step 1 says; the shell blocks the page marks

@@ -1,3 +1,4 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // The client-only package (packages/client, name palisade-client): packed, installed into an
 // empty project as a user would, it brings only ws and msgpackr (with --omit=optional) or
 // exactly the packages its README lists (a plain install: msgpackr's optional native

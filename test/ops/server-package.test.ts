@@ -1,3 +1,4 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // The release tarball of the server (palisade-server, `npm pack`): it holds dist/ built, its
 // production dependencies bundled (the exact versions the tests ran with, so a host installs
 // it without a registry), and nothing of the repository's sources, tests, dev dependencies or

@@ -1,3 +1,4 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // The status page in headless Chromium against a real 3-node cluster: a lock taken with the
 // SDK appears with its token, and after the leader is SIGKILLed the page shows the new one.
 // Needs Debian's `chromium` (/usr/bin/chromium, or PALISADE_CHROMIUM); .ci/run installs it.
