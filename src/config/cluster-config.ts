@@ -108,6 +108,16 @@ export interface ClientLimitsConfig {
   readonly maxWatchesPerConnection: number;
 }
 
+/** What web browsers may do (src/transport/browser-guard.ts): programs send no Origin, pages do. */
+export interface HttpPolicyConfig {
+  /** Origins (`scheme://host[:port]`) whose pages may open websockets to and call the client
+   *  port; none by default. */
+  readonly allowedOrigins: readonly string[];
+  /** Host names requests may name besides IP addresses, the host of the port's own URL and
+   *  (on a loopback bind) localhost: the names clients reach the node by through DNS. */
+  readonly allowedHosts: readonly string[];
+}
+
 /** The operation ledger (lock.once): how long finished and abandoned operations are kept. */
 export interface LedgerSettings {
   /** A completed operation answers `done` for this long, then the leader prunes it. */
@@ -128,6 +138,7 @@ export interface ClusterConfig {
   readonly auth: AuthConfig | null;
   readonly tls: TlsConfig;
   readonly limits: ClientLimitsConfig;
+  readonly http: HttpPolicyConfig;
   /** Where the file was read from; relative data directories resolve against it. */
   readonly baseDir: string;
 }
@@ -258,6 +269,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   const auth = authSection(raw);
   const tls = tlsSection(raw, nodes, baseDir);
   const limits = limitsSection(raw);
+  const http = httpSection(raw);
   return {
     clusterId,
     secret,
@@ -269,8 +281,37 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     auth,
     tls,
     limits,
+    http,
     baseDir,
   };
+}
+
+/** "http": {"allowedOrigins": [...], "allowedHosts": [...]}; both empty by default. */
+function httpSection(raw: Obj): HttpPolicyConfig {
+  const h = section(raw, 'http');
+  for (const key of Object.keys(h)) if (key !== 'allowedOrigins' && key !== 'allowedHosts') throw new ConfigError(`http.${key}`, 'unknown; use "allowedOrigins" and "allowedHosts"');
+  const list = (key: string, check: (x: string) => string | null): string[] => {
+    const v = h[key];
+    if (v === undefined) return [];
+    if (!Array.isArray(v)) throw new ConfigError(`http.${key}`, 'must be an array of strings');
+    return v.map((x, i) => {
+      const problem = typeof x === 'string' ? check(x) : 'must be a string';
+      if (problem !== null) throw new ConfigError(`http.${key}[${i}]`, problem);
+      return (x as string).toLowerCase();
+    });
+  };
+  const allowedOrigins = list('allowedOrigins', (x) => {
+    let u: URL;
+    try {
+      u = new URL(x);
+    } catch {
+      return `"${x}" is not an origin (scheme://host[:port])`;
+    }
+    // What a browser sends: scheme, host and a port other than the scheme's default, nothing else.
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === x.toLowerCase() ? null : `"${x}" is not an origin: write it as ${u.origin} (scheme://host[:port], no path)`;
+  });
+  const allowedHosts = list('allowedHosts', (x) => (/^[A-Za-z0-9_.-]{1,253}$/.test(x) ? null : `"${x}" is not a host name`));
+  return { allowedOrigins, allowedHosts };
 }
 
 function bool(o: Obj, key: string, field: string, dflt: boolean): boolean {

@@ -13,6 +13,7 @@ import { RaftNode, decodeConfChange } from '../raft/index.js';
 import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../raft/index.js';
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, DEFAULT_PRE_AUTH, type ClientConnection } from '../transport/client-server.js';
+import { browserPolicy } from '../transport/browser-guard.js';
 import { PeerTransport } from '../transport/peer.js';
 import type { NodeStatus, ServerEvent } from '../protocol/client-protocol.js';
 import type { RpcCredentials } from '../protocol/rpc.js';
@@ -311,6 +312,7 @@ export class PalisadeNode {
     this.clients = new ClientServer({
       host: clientAddr.host,
       port: clientAddr.port,
+      browsers: browserPolicy({ ...this.cfg.http, ownHost: clientAddr.host }),
       ...clientPortLimits(this.cfg.limits),
       preAuth: DEFAULT_PRE_AUTH,
       ...clientPortTls(this.cfg, this.id),

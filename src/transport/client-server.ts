@@ -30,6 +30,8 @@ import { TokenBucket } from './rate-limit.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
+import { RefusalLog } from './refusal-log.js';
+import { browserPolicy, type BrowserPolicy } from './browser-guard.js';
 
 export interface ClientServerOptions {
   readonly host: string;
@@ -55,6 +57,9 @@ export interface ClientServerOptions {
   readonly preAuth?: PreAuthLimits;
   /** Plain HTTP requests on the same port (the HTTP/JSON API); without it they get 426. */
   readonly onHttpRequest?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** What web browsers may do here (browser-guard.ts). Default: no page of any origin, and
+   *  requests must name `host` (or an IP address, or localhost on a loopback bind). */
+  readonly browsers?: BrowserPolicy;
 }
 
 /** What a connection may do before it has authenticated. */
@@ -143,7 +148,7 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
     };
     const timer = setTimeout(() => {
       this.server.stats.preAuthCuts += 1;
-      this.server.log.info({ conn: this.id, remote: this.remoteAddress, deadlineMs: limits.deadlineMs }, 'client did not authenticate in time; closing');
+      this.server.refusals.helloTimeout.refuse(this.remoteAddress, { conn: this.id, deadlineMs: limits.deadlineMs });
       closeGracefully(this.ws, CLOSE_CODES.POLICY_VIOLATION, `HELLO_TIMEOUT: say hello with a valid token within ${limits.deadlineMs} ms`);
     }, limits.deadlineMs);
     timer.unref();
@@ -154,7 +159,7 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
   private cutBeforeAuth(why: string): void {
     if (this.closed) return;
     this.server.stats.preAuthCuts += 1;
-    this.server.log.info({ conn: this.id, remote: this.remoteAddress, why }, 'cutting an unauthenticated client connection');
+    this.server.refusals.preAuthCut.refuse(this.remoteAddress, { conn: this.id, why });
     this.authenticated(); // stop counting; the socket is going
     this.ws.terminate();
   }
@@ -186,10 +191,7 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
     if (this.ws.bufferedAmount > this.server.maxBufferedBytes) {
       // A client that does not read would make the node hold its responses forever. A close
       // frame would sit behind the unread data, so the socket is cut.
-      this.server.log.warn(
-        { conn: this.id, remote: this.remoteAddress, buffered: this.ws.bufferedAmount },
-        'client does not read its responses; disconnecting',
-      );
+      this.server.refusals.slowConsumer.refuse(this.remoteAddress, { conn: this.id, buffered: this.ws.bufferedAmount });
       this.server.stats.slowConsumerDisconnects += 1;
       this.ws.terminate();
       return false;
@@ -229,7 +231,7 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
     if (bytes.length > limit) {
       s.stats.oversizeFrames += 1;
       const id = peekRequestId(bytes);
-      s.log.info({ conn: this.id, remote: this.remoteAddress, bytes: bytes.length, limit, authenticated: !this.preAuth }, 'client frame too large');
+      s.refusals.oversize.refuse(this.remoteAddress, { conn: this.id, bytes: bytes.length, limit, authenticated: !this.preAuth });
       const before = this.preAuth ? ' before hello' : '';
       if (id !== undefined) this.sendError(id, 'FRAME_TOO_LARGE', `frame of ${bytes.length} bytes exceeds the limit of ${limit}${before}`);
       this.closeForBadFrame(CLOSE_CODES.FRAME_TOO_LARGE, 'FRAME_TOO_LARGE');
@@ -290,14 +292,39 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
   }
 
   private closeForBadFrame(code: number, reason: string): void {
-    this.server.log.info({ conn: this.id, remote: this.remoteAddress, code, reason }, 'closing client connection');
+    this.server.refusals.badFrame.refuse(this.remoteAddress, { conn: this.id, code, reason });
     closeGracefully(this.ws, code, reason);
   }
+}
+
+/** Refusals of what clients send, each kind logged at a bounded rate (refusal-log.ts). */
+interface ClientRefusals {
+  readonly helloTimeout: RefusalLog;
+  readonly preAuthCut: RefusalLog;
+  readonly oversize: RefusalLog;
+  readonly badFrame: RefusalLog;
+  readonly socketError: RefusalLog;
+  readonly slowConsumer: RefusalLog;
+  readonly tooMany: RefusalLog;
+}
+
+function clientRefusals(log: Logger): ClientRefusals {
+  const info = { level: 'info' } as const;
+  return {
+    helloTimeout: new RefusalLog(log, 'client did not authenticate in time; closing', 'client connections that did not authenticate in time', info),
+    preAuthCut: new RefusalLog(log, 'cutting an unauthenticated client connection', 'unauthenticated client connections cut', info),
+    oversize: new RefusalLog(log, 'client frame too large', 'client frames too large', info),
+    badFrame: new RefusalLog(log, 'closing client connection', 'client connections closed for bad frames', info),
+    socketError: new RefusalLog(log, 'client socket error', 'client socket errors', info),
+    slowConsumer: new RefusalLog(log, 'client does not read its responses; disconnecting', 'client connections cut for not reading their responses'),
+    tooMany: new RefusalLog(log, 'too many client connections from one address; refusing', 'client connections refused (too many from one address)'),
+  };
 }
 
 /** What a connection needs from its server. */
 interface ClientServerInternals {
   readonly log: Logger;
+  readonly refusals: ClientRefusals;
   readonly maxFrameBytes: number;
   readonly maxBufferedBytes: number;
   readonly requestsPerSecond: number;
@@ -306,15 +333,11 @@ interface ClientServerInternals {
   readonly stats: ClientServerStats;
 }
 
-/** A refused address is logged at most this often, so a connection flood cannot flood the log. */
-const REFUSAL_LOG_INTERVAL_MS = 10_000;
-
 export class ClientServer {
   private listener: WsListener | null = null;
   private readonly connections = new Map<number, { conn: ClientConnection; ws: WebSocket }>();
   /** Open connections per remote address. */
   private readonly perAddress = new Map<string, number>();
-  private readonly refusalLoggedAt = new Map<string, number>();
   private nextId = 1;
   private readonly internals: ClientServerInternals;
   private readonly maxConnectionsPerAddress: number;
@@ -322,8 +345,10 @@ export class ClientServer {
 
   constructor(private readonly options: ClientServerOptions) {
     const requestsPerSecond = options.requestsPerSecond ?? 0;
+    const log = options.logger.child({ component: 'client-server' });
     this.internals = {
-      log: options.logger.child({ component: 'client-server' }),
+      log,
+      refusals: clientRefusals(log),
       maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
       maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
       requestsPerSecond,
@@ -359,6 +384,7 @@ export class ClientServer {
         // never upgrade); the slack lets an upgrade over the websocket cap be told 1013.
         maxSocketsPerAddress: this.maxConnectionsPerAddress + SOCKET_SLACK_PER_ADDRESS,
         coolOff: this.coolOff,
+        browsers: this.options.browsers ?? browserPolicy({ ownHost: this.options.host }),
       },
       (ws, req) => this.accept(ws, req.socket),
     );
@@ -392,6 +418,7 @@ export class ClientServer {
     );
     await Promise.all(closing);
     await listener.close();
+    for (const r of Object.values(this.internals.refusals)) r.close();
   }
 
   private accept(ws: WebSocket, socket: Duplex & { readonly remoteAddress?: string | undefined }): void {
@@ -410,7 +437,7 @@ export class ClientServer {
     this.connections.set(conn.id, { conn, ws });
     this.internals.stats.connections += 1;
     ws.on('message', guarded(ws, this.internals.log, 'client connection', (data: RawData, isBinary: boolean) => conn.handleMessage(data, isBinary)));
-    ws.on('error', (err) => this.internals.log.info({ conn: conn.id, remote, err: err.message }, 'client socket error'));
+    ws.on('error', (err) => this.internals.refusals.socketError.refuse(remote, { conn: conn.id, err: err.message }));
     ws.on('close', (code, reason) => {
       this.connections.delete(conn.id);
       this.releaseAddress(remote);
@@ -458,15 +485,7 @@ export class ClientServer {
 
   private refuseConnection(ws: WebSocket, remote: string): void {
     this.internals.stats.refusedConnections += 1;
-    const now = Date.now();
-    if ((this.refusalLoggedAt.get(remote) ?? -Infinity) + REFUSAL_LOG_INTERVAL_MS <= now) {
-      if (this.refusalLoggedAt.size > 10_000) this.refusalLoggedAt.clear();
-      this.refusalLoggedAt.set(remote, now);
-      this.internals.log.warn(
-        { remote, limit: this.maxConnectionsPerAddress, refusedSoFar: this.internals.stats.refusedConnections },
-        'too many client connections from one address; refusing',
-      );
-    }
+    this.internals.refusals.tooMany.refuse(remote, { limit: this.maxConnectionsPerAddress, refusedSoFar: this.internals.stats.refusedConnections });
     ws.on('error', () => {}); // the client may vanish before the close handshake ends
     closeGracefully(ws, CLOSE_CODES.TRY_AGAIN_LATER, `TOO_MANY_CONNECTIONS: at most ${this.maxConnectionsPerAddress} from one address`);
   }

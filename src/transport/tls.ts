@@ -7,6 +7,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { AddressCoolOff } from './address-cooloff.js';
 import type { Logger } from 'pino';
+import { browserRefusal, type BrowserPolicy } from './browser-guard.js';
+import { RefusalLog } from './refusal-log.js';
 import { WebSocketServer, type ClientOptions, type WebSocket } from 'ws';
 
 /** The files of one port's TLS, as configured. */
@@ -80,6 +82,9 @@ export interface WsListenOptions {
   readonly maxSocketsPerAddress?: number;
   /** Addresses whose new connections are destroyed as they arrive, for a while. */
   readonly coolOff?: AddressCoolOff;
+  /** What web browsers may do on this port (browser-guard.ts): requests and websocket
+   *  upgrades it refuses are answered 403/421 before anything else reads them. */
+  readonly browsers: BrowserPolicy;
 }
 
 /** A connection must have sent its whole HTTP request (the websocket upgrade) within these;
@@ -157,9 +162,6 @@ export interface WsListener {
   close(): Promise<void>;
 }
 
-/** How often a failed TLS handshake from one address is logged at most. */
-const TLS_REFUSAL_LOG_INTERVAL_MS = 10_000;
-
 export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSocket, req: IncomingMessage) => void): Promise<WsListener> {
   const server: HttpServer = opts.tls
     ? createHttpsServer({
@@ -177,9 +179,35 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
   const coolOff = opts.coolOff;
   if (coolOff) server.on('connection', (socket: Socket) => void (coolOff.isCoolingOff(socket.remoteAddress ?? 'unknown') && socket.destroy()));
   stacklessAborts(server);
-  const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
+  const browserRefusals = new RefusalLog(opts.logger, `refused a browser's request on the ${opts.what} port`, `browser requests refused on the ${opts.what} port`);
+  const tlsRefusals = new RefusalLog(opts.logger, `refused a TLS connection on the ${opts.what} port`, `TLS connections refused on the ${opts.what} port`);
+  const refusedByBrowserPolicy = (req: IncomingMessage): { status: number; message: string } | null => {
+    const r = browserRefusal(req, opts.browsers);
+    if (r) browserRefusals.refuse(req.socket.remoteAddress ?? 'unknown', { why: r.message, upgrade: req.headers.upgrade !== undefined }, r.kind);
+    return r;
+  };
+  const wss = new WebSocketServer({
+    server,
+    maxPayload: opts.maxPayload,
+    perMessageDeflate: false,
+    clientTracking: false,
+    // A websocket from a web page (it has an Origin) or for another host is refused before
+    // the upgrade: the page gets no socket to send a frame on.
+    verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string) => void) => {
+      const r = refusedByBrowserPolicy(info.req);
+      if (r) done(false, r.status, r.message);
+      else done(true);
+    },
+  });
   // Without an HTTP handler only WebSocket upgrades are served; a plain request is told so.
   server.on('request', (req, res) => {
+    const refused = refusedByBrowserPolicy(req);
+    if (refused) {
+      const body = JSON.stringify({ error: { code: 'PERMISSION_DENIED', message: refused.message } });
+      res.writeHead(refused.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', connection: 'close' });
+      res.end(body);
+      return;
+    }
     if (!opts.onHttpRequest) {
       res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
       res.end('this port speaks WebSocket only\n');
@@ -203,17 +231,11 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
     }
   });
   wss.on('error', (err) => opts.logger.error({ err }, `${opts.what} listener failed`));
-  const lastLogged = new Map<string, number>();
   server.on('tlsClientError', (err: Error, socket: Socket) => {
     // A client without an acceptable certificate, or one speaking plain ws to a wss port.
-    const remote = socket.remoteAddress ?? 'unknown';
     // (A certificate from an unknown CA shows up here as a bare "socket hang up", just like a
     // client that gave up mid-handshake: the two cannot be told apart, so both are logged.)
-    const now = Date.now();
-    if ((lastLogged.get(remote) ?? -Infinity) + TLS_REFUSAL_LOG_INTERVAL_MS > now) return;
-    if (lastLogged.size > 10_000) lastLogged.clear();
-    lastLogged.set(remote, now);
-    opts.logger.warn({ remote, reason: err.message }, `refused a TLS connection on the ${opts.what} port`);
+    tlsRefusals.refuse(socket.remoteAddress ?? 'unknown', { reason: err.message });
   });
   server.on('clientError', (_err: Error, socket: Socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
@@ -232,6 +254,8 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
       return { host: a.address, port: a.port };
     },
     async close() {
+      browserRefusals.close();
+      tlsRefusals.close();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

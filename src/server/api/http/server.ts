@@ -13,7 +13,7 @@ import { TokenBucket } from '../../../transport/rate-limit.js';
 import { isRequestError, parseRequest } from '../../../protocol/validate.js';
 import type { ClientLimitsConfig } from '../../../config/cluster-config.js';
 import type { ApiNode } from './api-node.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody, requireJsonBody } from './body.js';
 import { ApiError } from './errors.js';
 import { sendError, sendJson } from './respond.js';
 import { toJsonTokens } from './json-wire.js';
@@ -171,6 +171,7 @@ export class HttpApi {
       throw new ApiError(404, 'UNKNOWN_OP', `no such path: ${url.pathname.slice(0, 200)} (the HTTP API is under ${API_PREFIX}/; websocket clients upgrade)`);
     }
     const route = findRoute(method, url.pathname);
+    if (method === 'POST') requireJsonBody(req);
     const gate = this.opts.node.openGate(req.socket.remoteAddress ?? 'unknown');
     // Authentication is the websocket hello's, with the bearer token of this request.
     const token = bearerToken(req.headers.authorization);
