@@ -347,6 +347,7 @@ export class PalisadeNode {
     this.stopping = true;
     await this.ops?.stop();
     await this.clients?.stop();
+    this.gate.close();
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     this.duties.stop();
@@ -553,7 +554,11 @@ export class PalisadeNode {
     // when auth is off; after a hello with a valid token when it is on).
     if (gate.who) conn.authenticated();
     conn.on('request', (req) => {
-      void this.dispatch.serve(gate, req, sink).then((ans) => conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error }));
+      void this.dispatch.serve(gate, req, sink).then((ans) => {
+        // A watch's first read may hold 1000 values of 64 KiB: streamed, never built whole.
+        if (ans.ok && req.op === 'watch') conn.sendStreamed({ id: req.id, ok: true, result: ans.result });
+        else conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
+      });
       if (gate.who) conn.authenticated(); // admit() has judged a hello synchronously
     });
     conn.on('close', () => {

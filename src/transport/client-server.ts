@@ -23,7 +23,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from '../protocol/client-protocol.js';
-import { FrameError, decodeFrame, encodeFrame } from '../protocol/codec.js';
+import { FrameError, decodeFrame, encodeFrame, encodeFrameParts } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
 import { AddressCoolOff } from './address-cooloff.js';
 import { TokenBucket } from './rate-limit.js';
@@ -105,11 +105,33 @@ const HARD_LIMIT_FACTOR = 2;
 const SOCKET_SLACK_PER_ADDRESS = 16;
 /** How long a close handshake may take before the socket is cut. */
 const CLOSE_GRACE_MS = 2000;
+/** A streamed answer (sendStreamed) leaves in websocket fragments of about this size, the
+ *  next once less than STREAM_LOW_WATER_BYTES is queued for the client... */
+const STREAM_PIECE_BYTES = 64 << 10;
+const STREAM_LOW_WATER_BYTES = 256 << 10;
+/** ...and a client that takes longer than this to make room is cut. */
+export const STREAM_STALL_MS = 10_000;
+
+/** The bytes of an event, encoded once however many connections it goes to (the same event
+ *  object is pushed to every subscriber). */
+const encodedEvents = new WeakMap<object, Uint8Array>();
+
+function encodeServerFrame(frame: ServerFrame): Uint8Array {
+  if (!('event' in frame)) return encodeFrame(frame);
+  let bytes = encodedEvents.get(frame);
+  if (!bytes) encodedEvents.set(frame, (bytes = encodeFrame(frame)));
+  return bytes;
+}
 
 /** One client's connection. Listen to 'request' and 'close'; answer with send(). */
 export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
   private closed = false;
   private corked = false;
+  /** While a streamed answer is being sent: the frames sent meanwhile, which must not fall
+   *  between its fragments, and their bytes. Null when nothing is being streamed. */
+  private held: { frames: Uint8Array[]; bytes: number } | null = null;
+  /** The streamed answers still to send, in order. */
+  private streams: Promise<void> = Promise.resolve();
   private readonly bucket: TokenBucket | null;
   /** Until authenticated(): the limits in force, the bytes read so far, the deadline. */
   private preAuth: { readonly limits: PreAuthLimits; received: number; readonly timer: NodeJS.Timeout; readonly onData: (chunk: Buffer) => void } | null = null;
@@ -181,22 +203,90 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
     if (!this.isOpen) return false;
     let bytes: Uint8Array;
     try {
-      bytes = encodeFrame(frame);
+      bytes = encodeServerFrame(frame);
     } catch (err) {
       this.server.log.error({ err, conn: this.id }, 'cannot encode a server frame');
       return false;
     }
+    const held = this.held;
+    if (held) {
+      held.frames.push(bytes);
+      held.bytes += bytes.length;
+      return this.withinBound(held.bytes);
+    }
     this.coalesce();
     this.ws.send(bytes, { binary: true });
-    if (this.ws.bufferedAmount > this.server.maxBufferedBytes) {
-      // A client that does not read would make the node hold its responses forever. A close
-      // frame would sit behind the unread data, so the socket is cut.
-      this.server.refusals.slowConsumer.refuse(this.remoteAddress, { conn: this.id, buffered: this.ws.bufferedAmount });
-      this.server.stats.slowConsumerDisconnects += 1;
+    return this.withinBound(0);
+  }
+
+  /**
+   * Send one response whose encoding may be large (a watch's first read: up to 1000 values
+   * of 64 KiB) without building it: it is encoded a piece at a time and sent as the
+   * fragments of one websocket message, each once the previous have (nearly) left, so the
+   * node holds about one piece of it. Frames sent meanwhile wait behind it (within
+   * maxBufferedBytes); a client that does not make room within STREAM_STALL_MS is cut.
+   */
+  sendStreamed(frame: ServerFrame): void {
+    // Started at once when nothing streams, so that what is sent after it waits behind it.
+    this.streams = this.held === null ? this.stream(frame) : this.streams.then(() => this.stream(frame));
+  }
+
+  private async stream(frame: ServerFrame): Promise<void> {
+    if (!this.isOpen) return;
+    this.held = { frames: [], bytes: 0 };
+    try {
+      const parts = encodeFrameParts(frame, STREAM_PIECE_BYTES);
+      let next = parts.next();
+      while (!next.done) {
+        const piece = next.value;
+        next = parts.next();
+        if (!(await this.roomFor(STREAM_LOW_WATER_BYTES))) return;
+        this.ws.send(piece, { binary: true, fin: next.done === true });
+      }
+    } catch (err) {
+      this.server.log.error({ err, conn: this.id }, 'cannot encode a server frame');
       this.ws.terminate();
-      return false;
+    } finally {
+      const held = this.held;
+      this.held = null;
+      for (const bytes of held?.frames ?? []) if (this.isOpen) this.ws.send(bytes, { binary: true });
     }
-    return true;
+  }
+
+  /** Resolves true once less than `bytes` is queued for the client; false when it closed
+   *  or was cut for not making room within STREAM_STALL_MS. */
+  private roomFor(bytes: number): Promise<boolean> {
+    if (!this.isOpen) return Promise.resolve(false);
+    if (this.ws.bufferedAmount < bytes) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.socket.off('drain', onDrain);
+        this.ws.off('close', onClose);
+        if (!ok && this.isOpen) this.cutSlowConsumer();
+        resolve(ok && this.isOpen);
+      };
+      const onDrain = (): void => done(true);
+      const onClose = (): void => done(false);
+      const timer = setTimeout(() => done(false), STREAM_STALL_MS);
+      this.socket.on('drain', onDrain);
+      this.ws.on('close', onClose);
+    });
+  }
+
+  /** False (and the socket cut) when more than maxBufferedBytes would wait for the client. */
+  private withinBound(heldBytes: number): boolean {
+    if (this.ws.bufferedAmount + heldBytes <= this.server.maxBufferedBytes) return true;
+    // A client that does not read would make the node hold its responses forever. A close
+    // frame would sit behind the unread data, so the socket is cut.
+    this.cutSlowConsumer();
+    return false;
+  }
+
+  private cutSlowConsumer(): void {
+    this.server.refusals.slowConsumer.refuse(this.remoteAddress, { conn: this.id, buffered: this.ws.bufferedAmount });
+    this.server.stats.slowConsumerDisconnects += 1;
+    this.ws.terminate();
   }
 
   /** Frames sent during one turn of the event loop leave in one write: a connection that

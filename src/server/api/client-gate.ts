@@ -15,9 +15,13 @@ import type { ClusterConfig } from '../../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
+import { RefusalLog } from '../../transport/refusal-log.js';
 
 export class ClientGate {
   private readonly tokens: TokenRegistry | null;
+  /** Refused requests, logged at a bounded rate per address and code: an HTTP request has a
+   *  gate of its own, so "first of each kind per connection" alone bounds nothing there. */
+  private readonly refusals: RefusalLog;
 
   constructor(
     private readonly cfg: ClusterConfig,
@@ -25,6 +29,12 @@ export class ClientGate {
     private readonly machine: () => MachineView,
   ) {
     this.tokens = cfg.auth ? new TokenRegistry(cfg.auth.tokens) : null;
+    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info' });
+  }
+
+  /** Write the counted refusals (the node is stopping). */
+  close(): void {
+    this.refusals.close();
   }
 
   /** Say once, at start-up, what is not protected. */
@@ -55,8 +65,8 @@ export class ClientGate {
   }
 
   /** @internal */
-  get logger(): Logger {
-    return this.log;
+  logRefusal(remote: string, fields: Readonly<Record<string, unknown>>, code: WireError['code']): void {
+    this.refusals.refuse(remote, fields, code);
   }
 }
 
@@ -144,10 +154,7 @@ export class ConnectionGate {
     if (!error || this.logged.has(error.code)) return error;
     this.logged.add(error.code);
     // Never the token: only which identity (if any) and what it tried.
-    this.gate.logger.info(
-      { conn: this.conn.id, remote: this.conn.remoteAddress, tokenName: this.principal?.name, op: req.op, code: error.code, reason: error.message },
-      'refused a client request',
-    );
+    this.gate.logRefusal(this.conn.remoteAddress, { conn: this.conn.id, tokenName: this.principal?.name, op: req.op, code: error.code, reason: error.message }, error.code);
     return error;
   }
 }
