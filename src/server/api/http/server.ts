@@ -171,7 +171,6 @@ export class HttpApi {
       throw new ApiError(404, 'UNKNOWN_OP', `no such path: ${url.pathname.slice(0, 200)} (the HTTP API is under ${API_PREFIX}/; websocket clients upgrade)`);
     }
     const route = findRoute(method, url.pathname);
-    if (method === 'POST') requireJsonBody(req);
     const gate = this.opts.node.openGate(req.socket.remoteAddress ?? 'unknown');
     // Authentication is the websocket hello's, with the bearer token of this request.
     const token = bearerToken(req.headers.authorization);
@@ -181,7 +180,9 @@ export class HttpApi {
       const message = token === undefined ? 'this cluster requires a token: send "Authorization: Bearer <token>"' : 'the token was not accepted';
       return sendError(res, { code: hello.error.code, message }, undefined, { 'www-authenticate': 'Bearer', connection: 'close' });
     }
-    // The body is read only once the token is accepted: an unauthenticated client costs no more than its headers.
+    // The body is read only once the token is accepted: an unauthenticated client costs no
+    // more than its headers. A body that is not said to be JSON is not read at all (415).
+    if (method === 'POST') requireJsonBody(req);
     const input: Input = method === 'POST' ? await readJsonBody(req, this.opts.limits.maxFrameBytes) : Object.fromEntries(url.searchParams);
     const waitMs = route.op === 'acquire' ? waitMsOf(input) : 0;
     // Added to the fresh object, not spread into a new one (see RaftNode.send for why).
