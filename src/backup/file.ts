@@ -3,13 +3,15 @@
 // must survive a power cut).
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { BackupFormatError, decodeBackup, type Backup } from './format.js';
+import { BackupFormatError, decodeBackup, type Backup, type DecodeBackupOptions } from './format.js';
 
-export async function writeFileAtomically(path: string, bytes: Uint8Array): Promise<void> {
+export async function writeFileAtomically(path: string, bytes: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   const fh = await open(tmp, 'wx', 0o600);
   try {
-    await fh.writeFile(bytes);
+    // Pieces as they come: a backup is written while it is read from the node, never held whole.
+    if (bytes instanceof Uint8Array) await fh.writeFile(bytes);
+    else for await (const piece of bytes) await fh.write(piece);
     await fh.sync();
   } catch (e) {
     await fh.close();
@@ -31,11 +33,12 @@ export async function writeFileAtomically(path: string, bytes: Uint8Array): Prom
   }
 }
 
-/** Reads and checks a backup file; a damaged one is a BackupFormatError naming the file. */
-export async function readBackupFile(path: string): Promise<Backup> {
+/** Reads and checks a backup file against `keys` (decodeBackup); a damaged one is a
+ *  BackupFormatError naming the file. */
+export async function readBackupFile(path: string, keys: readonly Uint8Array[] | null, options: DecodeBackupOptions = {}): Promise<Backup> {
   const bytes = await readFile(path);
   try {
-    return decodeBackup(bytes);
+    return decodeBackup(bytes, keys, options);
   } catch (e) {
     if (e instanceof BackupFormatError) throw new BackupFormatError(`${path}: ${e.message}`);
     throw e;

@@ -29,7 +29,8 @@ import { machineConfigFrom } from '../config/defaults.js';
 import { clientPortTls, peerPortTls } from './node-tls.js';
 import { MemberDirectory, bootstrapEntries, unwrapSnapshot, wrapSnapshot } from '../storage/members.js';
 import { joinCluster } from './membership/join.js';
-import { backupState } from './snapshots/backup-state.js';
+import { BackupFiles } from './snapshots/backup-files.js';
+import { backupKey } from '../backup/format.js';
 import { Forwarder, type PeerApp } from './replication/forwarding.js';
 import { KeepAliveBatcher } from './replication/keepalive-batch.js';
 import { SnapshotPolicy } from './snapshots/snapshot-policy.js';
@@ -93,6 +94,8 @@ export class PalisadeNode {
   private readonly admin: MembershipAdmin;
   /** Admission and serving of every client request (request-dispatch.ts). */
   private readonly dispatch: RequestDispatcher;
+  /** Backup files being read by `palisade snapshot save` (backup-files.ts). */
+  private readonly backups: BackupFiles;
   private members!: MemberDirectory;
   /** Client URLs of an existing cluster this node joins (`--join`); empty for a founding node. */
   private readonly join: readonly string[];
@@ -188,13 +191,25 @@ export class PalisadeNode {
         forward: (req) => this.forwarder.forward(req),
         linearizable: () => this.dispatch.linearizable(),
         snapshotNow: () => this.snapshotNow(),
-        backup: () => backupState(this.id, this.cfg.clusterId, () => this.dispatch.linearizable(), () => this.machine, this.raft),
+        backup: (req) => this.backups.serve(req),
         unavailable: (message) => this.dispatch.unavailable(message),
         now: this.now,
       },
       opts.logger,
     );
     this.onRemoved = opts.onRemoved ?? (() => {});
+    this.backups = new BackupFiles({
+      node: this.id,
+      clusterId: this.cfg.clusterId,
+      key: backupKey(this.cfg.secret),
+      // A chunk is a small part of what one client may have queued (limits.maxBufferedBytes).
+      chunkBytes: Math.min(1 << 20, Math.floor(this.cfg.limits.maxBufferedBytes / 4)),
+      linearizable: () => this.dispatch.linearizable(),
+      machine: () => this.machine,
+      get raft() {
+        return node.raft;
+      },
+    });
   }
 
   private readonly onRemoved: (why: string) => void;
@@ -348,6 +363,7 @@ export class PalisadeNode {
     await this.ops?.stop();
     await this.clients?.stop();
     this.gate.close();
+    this.backups.stop();
     const deadline = Date.now() + 2_000;
     while (this.proposals.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     this.duties.stop();
