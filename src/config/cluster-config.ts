@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import {
   DEFAULT_CLIENT_LIMITS,
+  defaultSessionsPerAddress,
   DEFAULT_LEDGER,
   DEFAULT_RAFT,
   DEFAULT_SESSIONS,
@@ -106,6 +107,18 @@ export interface ClientLimitsConfig {
   readonly maxNameBytes: number;
   /** Key prefixes watched plus elections observed over one connection (LIMIT_EXCEEDED). */
   readonly maxWatchesPerConnection: number;
+  /** Sessions opened through this node from one address (any transport), open at once
+   *  (LIMIT_EXCEEDED): what one address can take of sessions.maxSessions. */
+  readonly maxSessionsPerAddress: number;
+  /** Requests being served at once for one address, websocket and HTTP (LIMIT_EXCEEDED). */
+  readonly maxInFlightPerAddress: number;
+  /** Token bucket per client address, over all its connections, kept across reconnects
+   *  (RATE_LIMITED). 0 = unlimited. */
+  readonly requestsPerSecondPerAddress: number;
+  readonly requestBurstPerAddress: number;
+  /** Token bucket per token name (auth on), over all its connections and addresses. 0 = unlimited. */
+  readonly requestsPerSecondPerToken: number;
+  readonly requestBurstPerToken: number;
 }
 
 /** What web browsers may do (src/transport/browser-guard.ts): programs send no Origin, pages do. */
@@ -268,7 +281,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   const abandonedAfterMs = int(lg, 'abandonedAfterMs', 'ledger.abandonedAfterMs', DEFAULT_LEDGER.abandonedAfterMs, retentionMs, 3650 * 86_400_000);
   const auth = authSection(raw);
   const tls = tlsSection(raw, nodes, baseDir);
-  const limits = limitsSection(raw);
+  const limits = limitsSection(raw, nodes.length, maxSessions);
   const http = httpSection(raw);
   return {
     clusterId,
@@ -399,12 +412,14 @@ function checkSchemes(nodes: readonly NodeConfig[], key: 'peerUrl' | 'clientUrl'
   });
 }
 
-function limitsSection(raw: Obj): ClientLimitsConfig {
+function limitsSection(raw: Obj, nodeCount: number, maxSessions: number): ClientLimitsConfig {
   const l = section(raw, 'limits');
   const d = DEFAULT_CLIENT_LIMITS;
   const known = new Set(Object.keys(d));
   for (const key of Object.keys(l)) if (!known.has(key)) throw new ConfigError(`limits.${key}`, `unknown limit (known: ${[...known].join(', ')})`);
   const requestsPerSecond = int(l, 'requestsPerSecond', 'limits.requestsPerSecond', d.requestsPerSecond, 0, 10_000_000);
+  const perAddress = int(l, 'requestsPerSecondPerAddress', 'limits.requestsPerSecondPerAddress', d.requestsPerSecondPerAddress, 0, 10_000_000);
+  const perToken = int(l, 'requestsPerSecondPerToken', 'limits.requestsPerSecondPerToken', d.requestsPerSecondPerToken, 0, 10_000_000);
   return {
     maxFrameBytes: int(l, 'maxFrameBytes', 'limits.maxFrameBytes', d.maxFrameBytes, 1024, 64 << 20),
     maxBufferedBytes: int(l, 'maxBufferedBytes', 'limits.maxBufferedBytes', d.maxBufferedBytes, 64 << 10, 1 << 30),
@@ -418,6 +433,12 @@ function limitsSection(raw: Obj): ClientLimitsConfig {
     maxWaitersPerLock: int(l, 'maxWaitersPerLock', 'limits.maxWaitersPerLock', d.maxWaitersPerLock, 1, 1_000_000),
     maxNameBytes: int(l, 'maxNameBytes', 'limits.maxNameBytes', d.maxNameBytes, 1, MACHINE_MAX_NAME_BYTES),
     maxWatchesPerConnection: int(l, 'maxWatchesPerConnection', 'limits.maxWatchesPerConnection', d.maxWatchesPerConnection, 1, 1_000_000),
+    maxSessionsPerAddress: int(l, 'maxSessionsPerAddress', 'limits.maxSessionsPerAddress', defaultSessionsPerAddress(nodeCount, maxSessions), 1, 10_000_000),
+    maxInFlightPerAddress: int(l, 'maxInFlightPerAddress', 'limits.maxInFlightPerAddress', d.maxInFlightPerAddress, 1, 1_000_000),
+    requestsPerSecondPerAddress: perAddress,
+    requestBurstPerAddress: int(l, 'requestBurstPerAddress', 'limits.requestBurstPerAddress', Math.max(d.requestBurstPerAddress, perAddress), Math.min(1, perAddress), 100_000_000),
+    requestsPerSecondPerToken: perToken,
+    requestBurstPerToken: int(l, 'requestBurstPerToken', 'limits.requestBurstPerToken', Math.max(d.requestBurstPerToken, perToken), Math.min(1, perToken), 100_000_000),
   };
 }
 

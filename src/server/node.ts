@@ -333,7 +333,7 @@ export class PalisadeNode {
       ...clientPortTls(this.cfg, this.id),
       logger: this.log,
       onConnection: (conn) => this.onClientConnection(conn),
-      onHttpRequest: new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: this.cfg.limits, logger: this.log, holdSlot: (r) => this.clients.holdAddressSlot(r), coolOff: (r, ms) => this.clients.coolOffAddress(r, ms) }).handle,
+      onHttpRequest: new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: this.cfg.limits, logger: this.log, holdSlot: (r) => this.clients.holdAddressSlot(r), coolOff: (r, ms) => this.clients.coolOffAddress(r, ms), takeAddressToken: (r) => this.clients.takeAddressToken(r) }).handle,
     });
     await this.clients.start();
 
@@ -479,6 +479,7 @@ export class PalisadeNode {
     const w = pushedEvent(ev, index, answered); // not the requester's own news (wire.ts)
     if (w) this.subs.route(w);
     if (ev.type === 'sessionClosed') this.subs.sessions.removeKey(ev.session);
+    if (ev.type === 'sessionClosed' || ev.type === 'sessionExpired') this.gate.sessionEnded(ev.session);
   }
 
   private installSnapshot(s: Snapshot): void {

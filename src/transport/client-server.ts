@@ -26,7 +26,8 @@ import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, typ
 import { FrameError, decodeFrame, encodeFrame, encodeFrameParts } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
 import { AddressCoolOff } from './address-cooloff.js';
-import { TokenBucket } from './rate-limit.js';
+import { KeyedBuckets, TokenBucket } from './rate-limit.js';
+import { addressKey } from './address-key.js';
 import { listenWs, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
@@ -50,6 +51,10 @@ export interface ClientServerOptions {
   readonly requestsPerSecond?: number;
   /** Bucket size; default max(requestsPerSecond, 1). */
   readonly requestBurst?: number;
+  /** A token bucket per client address (addressKey), shared by its connections and kept
+   *  across reconnects, and by the HTTP API's requests (takeAddressToken); 0 or absent = none. */
+  readonly requestsPerSecondPerAddress?: number;
+  readonly requestBurstPerAddress?: number;
   /** Connections open at once from one remote address; more are closed with 1013. Default unlimited. */
   readonly maxConnectionsPerAddress?: number;
   /** Limits of a connection until ClientConnection.authenticated() is called. Absent: every
@@ -327,11 +332,15 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
       this.closeForBadFrame(CLOSE_CODES.FRAME_TOO_LARGE, 'FRAME_TOO_LARGE');
       return;
     }
-    if (this.bucket && !this.bucket.take()) {
-      // Every frame costs a token, valid or not: decoding and validating are work too.
+    // Every frame costs a token, valid or not: decoding and validating are work too. The
+    // address's bucket too: a client that reconnects gets a new connection's bucket, not a
+    // new address's.
+    const connectionOk = !this.bucket || this.bucket.take();
+    if (!connectionOk || !s.takeAddressToken(this.remoteAddress)) {
       s.stats.rateLimited += 1;
       const id = peekRequestId(bytes);
-      if (id !== undefined) this.sendError(id, 'RATE_LIMITED', `more than ${s.requestsPerSecond} requests per second on this connection; back off and retry`);
+      const where = connectionOk ? 'from this address (limits.requestsPerSecondPerAddress)' : `than ${s.requestsPerSecond} on this connection`;
+      if (id !== undefined) this.sendError(id, 'RATE_LIMITED', `more requests per second ${where}; back off and retry`);
       else this.closeForBadFrame(CLOSE_CODES.BAD_FRAME, 'BAD_FRAME: no usable request id');
       return;
     }
@@ -421,6 +430,8 @@ interface ClientServerInternals {
   readonly requestBurst: number;
   readonly preAuth: PreAuthLimits | null;
   readonly stats: ClientServerStats;
+  /** Takes a token of `remote`'s address bucket; true when there is none. */
+  takeAddressToken(remote: string): boolean;
 }
 
 export class ClientServer {
@@ -436,7 +447,10 @@ export class ClientServer {
   constructor(private readonly options: ClientServerOptions) {
     const requestsPerSecond = options.requestsPerSecond ?? 0;
     const log = options.logger.child({ component: 'client-server' });
+    const perAddress = options.requestsPerSecondPerAddress ?? 0;
+    const addressBuckets = perAddress > 0 ? new KeyedBuckets(perAddress, options.requestBurstPerAddress ?? perAddress, () => performance.now()) : null;
     this.internals = {
+      takeAddressToken: (remote) => addressBuckets === null || addressBuckets.take(addressKey(remote)),
       log,
       refusals: clientRefusals(log),
       maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
@@ -539,6 +553,12 @@ export class ClientServer {
       this.internals.log.error({ err, conn: conn.id }, 'onConnection handler threw; closing the connection');
       closeGracefully(ws, 1011, 'internal error');
     }
+  }
+
+  /** Takes one token of `remote`'s address bucket (the HTTP API's requests count with the
+   *  address's websocket frames); false when it is empty. */
+  takeAddressToken(remote: string): boolean {
+    return this.internals.takeAddressToken(remote);
   }
 
   /** New connections from `remote` are destroyed on arrival for the next `ms` (the HTTP

@@ -16,12 +16,15 @@ import { ConnectionSessions, nameLengthProblem, type MachineView } from './limit
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
 import { RefusalLog } from '../../transport/refusal-log.js';
+import { AddressLimits } from './address-limits.js';
 
 export class ClientGate {
   private readonly tokens: TokenRegistry | null;
   /** Refused requests, logged at a bounded rate per address and code: an HTTP request has a
    *  gate of its own, so "first of each kind per connection" alone bounds nothing there. */
   private readonly refusals: RefusalLog;
+  /** Sessions and requests in flight per address, requests per token (address-limits.ts). */
+  private readonly addresses: AddressLimits;
 
   constructor(
     private readonly cfg: ClusterConfig,
@@ -30,6 +33,12 @@ export class ClientGate {
   ) {
     this.tokens = cfg.auth ? new TokenRegistry(cfg.auth.tokens) : null;
     this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info' });
+    this.addresses = new AddressLimits(cfg.limits);
+  }
+
+  /** A session closed or expired: it no longer counts for the address that opened it. */
+  sessionEnded(session: number): void {
+    this.addresses.ended(session);
   }
 
   /** Write the counted refusals (the node is stopping). */
@@ -62,6 +71,11 @@ export class ClientGate {
   /** @internal */
   get machineView(): MachineView {
     return this.machine();
+  }
+
+  /** @internal */
+  get addressLimits(): AddressLimits {
+    return this.addresses;
   }
 
   /** @internal */
@@ -107,7 +121,9 @@ export class ConnectionGate {
       this.refuse(req, permissionProblem(this.principal, req)) ??
       nameLengthProblem(this.gate.limits, req) ??
       this.watches.problem(req) ??
-      this.sessions.problem(req, this.gate.machineView)
+      this.sessions.problem(req, this.gate.machineView) ??
+      // Last: what it counts (in flight, a pending open) is counted only for a request served.
+      this.refuse(req, this.gate.addressLimits.admit(this.conn.remoteAddress, req, this.owner, this.gate.machineView))
     );
   }
 
@@ -143,6 +159,7 @@ export class ConnectionGate {
   /** Record what the answer to an admitted request changed for this connection. */
   observe<R extends Request>(req: R, answer: Answer<R['op']>): void {
     this.sessions.observe(req, answer);
+    this.gate.addressLimits.settle(req, answer);
   }
 
   /** Events name locks, elections and keys: a client sees only those within its prefixes. */

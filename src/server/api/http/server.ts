@@ -49,6 +49,9 @@ export interface HttpApiOptions {
   readonly holdSlot?: (remote: string) => (() => void) | null;
   /** Refuses `remote`'s new connections for `ms` (ClientServer.coolOffAddress). */
   readonly coolOff?: (remote: string, ms: number) => void;
+  /** Takes a token of `remote`'s address bucket, shared with its websockets
+   *  (ClientServer.takeAddressToken); false when it is empty. */
+  readonly takeAddressToken?: (remote: string) => boolean;
 }
 
 export class HttpApi {
@@ -64,6 +67,7 @@ export class HttpApi {
   /** Connections whose unread body is being drained before they are closed. */
   private readonly draining = new WeakSet<Socket>();
   private readonly rateRefusal: Refusal;
+  private readonly addressRateRefusal: Refusal;
   private readonly inFlightRefusal: Refusal;
   private readonly starts = new TurnBudget(STARTS_PER_TURN);
   private readonly log: Logger;
@@ -72,6 +76,7 @@ export class HttpApi {
     this.log = opts.logger.child({ component: 'http-api' });
     const rps = opts.limits.requestsPerSecond;
     this.rateRefusal = refusal('RATE_LIMITED', `more than ${rps} requests per second on this connection; back off and retry on a new connection`);
+    this.addressRateRefusal = refusal('RATE_LIMITED', `more than ${opts.limits.requestsPerSecondPerAddress} requests per second from this address (limits.requestsPerSecondPerAddress); back off and retry`);
     this.inFlightRefusal = refusal('LIMIT_EXCEEDED', `more than ${MAX_IN_FLIGHT} requests in flight on this connection; wait for answers before sending more`);
   }
 
@@ -92,6 +97,13 @@ export class HttpApi {
       return this.refuse(socket, res, this.inFlightRefusal);
     }
     if (!this.takeToken(socket)) return this.refuse(socket, res, this.rateRefusal);
+    const remote = socket.remoteAddress ?? 'unknown';
+    if (this.opts.takeAddressToken && !this.opts.takeAddressToken(remote)) {
+      // A new connection would start with a full bucket of its own but not of its address's:
+      // refused on arrival for the Retry-After rather than parsed to be refused again.
+      if (!this.refused.has(socket)) this.opts.coolOff?.(remote, COOL_OFF_MS);
+      return this.refuse(socket, res, this.addressRateRefusal);
+    }
     this.inFlight.set(socket, busy + 1);
     this.starts.run(() => this.work(req, res));
   };
