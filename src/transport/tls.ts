@@ -1,6 +1,7 @@
 // TLS for both ports: certificate material read from files, and ws listeners over plain
 // HTTP or HTTPS. A URL with wss:// means TLS on; the transport modules take a TlsMaterial
 // (or none) and never read files themselves, so a missing file is one start-up error here.
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -52,6 +53,43 @@ export function loadTlsMaterial(files: TlsFiles, field: string): TlsMaterial {
   const key = read(files.key, 'key');
   const ca = files.ca === undefined ? undefined : read(files.ca, 'ca');
   return { cert, key, ...(ca ? { ca } : {}), requireClientCert: files.requireClientCert };
+}
+
+/**
+ * Refuses (TlsFileError) a certificate of this node's own that its peers or clients would
+ * refuse: not yet valid, expired, not made for its key, or (`signedByCa`: the peer port,
+ * where the other nodes check it against the same `ca`) not issued by `ca`. A node that
+ * started with one said nothing; only the other side logged why it refused the link.
+ */
+export function checkOwnCertificate(m: TlsMaterial, field: string, o: { signedByCa: boolean; nowMs?: number }): void {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(m.cert);
+  } catch (err) {
+    throw new TlsFileError(`${field}.cert`, `is not a PEM certificate (${(err as Error).message})`);
+  }
+  const now = o.nowMs ?? Date.now();
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  if (now < from) throw new TlsFileError(`${field}.cert`, `is not valid yet: valid from ${cert.validFrom} (this machine's clock says ${new Date(now).toISOString()})`);
+  if (now > to) throw new TlsFileError(`${field}.cert`, `expired on ${cert.validTo}: renew it (peers and clients refuse it)`);
+  let keyMatches: boolean;
+  try {
+    keyMatches = cert.checkPrivateKey(createPrivateKey(m.key));
+  } catch (err) {
+    throw new TlsFileError(`${field}.key`, `is not a PEM private key (${(err as Error).message})`);
+  }
+  if (!keyMatches) throw new TlsFileError(`${field}.key`, 'is not the key of the certificate in cert');
+  if (!o.signedByCa || m.ca === undefined) return;
+  const cas = splitPem(m.ca).map((pem) => new X509Certificate(pem));
+  if (!cas.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey))) {
+    throw new TlsFileError(`${field}.cert`, `is not signed by the CA in ${field}.ca (issuer ${cert.issuer.replace(/\n/g, ', ')}): the other nodes would refuse it`);
+  }
+}
+
+/** The certificates of a PEM bundle, each as its own PEM text. */
+function splitPem(pem: Buffer): string[] {
+  return pem.toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
 
 /** ws client options that make a dialer trust `ca` and present its own certificate. */
