@@ -53,7 +53,7 @@ export const DEFAULT_CLIENT_LIMITS: ClientLimitsConfig = Object.freeze({
   maxWatchesPerConnection: 1_000,
   /** The default is a function of the cluster (defaultSessionsPerAddress); this is its cap. */
   maxSessionsPerAddress: 1_000,
-  maxInFlightPerAddress: 1_024,
+  maxInFlightPerAddress: 4_096,
   // Four times one connection's: a host with several client processes is not held to one
   // connection's rate, and reconnecting does not refill anything.
   requestsPerSecondPerAddress: 4_000,
