@@ -23,7 +23,7 @@ import { TurnBudget } from './turn-budget.js';
 import { API_PREFIX, OPENAPI_PATH, findRoute, waitMsOf, type Input } from './routes.js';
 
 /** The OpenAPI document, shipped in web/ (same relative path from src/ and dist/). */
-export const OPENAPI_FILE = new URL('../../../web/openapi.json', import.meta.url);
+export const OPENAPI_FILE = new URL('../../../../web/openapi.json', import.meta.url);
 
 /** Requests worked on at once per HTTP connection. HTTP/1.1 answers in order, so a client
  *  gains nothing by pipelining more; each costs the node its request, gate and read. The
