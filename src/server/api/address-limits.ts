@@ -63,6 +63,9 @@ export class AddressLimits {
 
   /** The answer to a request admit() counted (any other is ignored). */
   settle<R extends Request>(req: R, answer: Answer<R['op']>): void {
+    // A close that was answered is applied by the leader: the session stops counting now,
+    // not when this node (a follower, maybe behind) applies the entry too.
+    if (req.op === 'closeSession' && answer.ok) this.ended(req.session);
     const c = this.counted.get(req);
     if (!c) return;
     this.counted.delete(req);
