@@ -110,7 +110,8 @@ class Sampler {
   private readonly rssStart = new Map<string, number>();
   private termStart = 0;
   private timer: NodeJS.Timeout | null = null;
-  private scraping = false;
+  private running = false;
+  private readonly scrapers: Promise<void>[] = [];
 
   constructor(private readonly c: Cluster) {}
 
@@ -121,26 +122,35 @@ class Sampler {
       this.rssStart.set(n.id, rssMb(this.c.procs.get(n.id)!.pid!));
       await lagMs(n.httpUrl); // resets the maximum
     }
-    this.timer = setInterval(() => void this.sample(), 100);
+    this.running = true;
+    this.timer = setInterval(() => this.sampleRss(), 100);
+    // One scrape in flight per node, back to back, never abandoned: a scrape that a stalled
+    // node answers late still reports the stall (the node resets its maximum when it answers,
+    // so a scrape given up on would lose it).
+    for (const n of this.c.nodes) {
+      this.scrapers.push(
+        (async () => {
+          while (this.running) {
+            this.maxLag.set(n.id, Math.max(this.maxLag.get(n.id) ?? 0, await lagMs(n.httpUrl)));
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        })(),
+      );
+    }
   }
 
-  private async sample(): Promise<void> {
-    if (this.scraping) return;
-    this.scraping = true;
-    try {
-      for (const n of this.c.nodes) {
-        const pid = this.c.procs.get(n.id)?.pid;
-        if (pid) this.peakRss.set(n.id, Math.max(this.peakRss.get(n.id) ?? 0, rssMb(pid)));
-      }
-      await Promise.all(this.c.nodes.map(async (n) => this.maxLag.set(n.id, Math.max(this.maxLag.get(n.id) ?? 0, await lagMs(n.httpUrl)))));
-    } finally {
-      this.scraping = false;
+  private sampleRss(): void {
+    for (const n of this.c.nodes) {
+      const pid = this.c.procs.get(n.id)?.pid;
+      if (pid) this.peakRss.set(n.id, Math.max(this.peakRss.get(n.id) ?? 0, rssMb(pid)));
     }
   }
 
   async stop(creds: { token?: string } = {}): Promise<Record<string, unknown>> {
     if (this.timer) clearInterval(this.timer);
-    await this.sample();
+    this.sampleRss();
+    this.running = false;
+    await Promise.all(this.scrapers);
     const termEnd = Math.max(...(await this.c.statuses(creds)).map((s) => s?.term ?? 0));
     const nodes = Object.fromEntries(
       this.c.nodes.map((n) => [
@@ -167,7 +177,8 @@ function rssMb(pid: number): number {
 
 async function lagMs(httpUrl: string): Promise<number> {
   try {
-    const text = await (await fetch(new URL('/metrics', httpUrl), { signal: AbortSignal.timeout(2_000) })).text();
+    // No client-side timeout: see Sampler (a node stalled for seconds answers late).
+    const text = await (await fetch(new URL('/metrics', httpUrl), { signal: AbortSignal.timeout(120_000) })).text();
     const m = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})?\s+(\S+)/m.exec(text);
     return m ? Number(m[1]) * 1000 : 0;
   } catch {
