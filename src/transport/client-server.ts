@@ -245,6 +245,9 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> {
       while (!next.done) {
         const piece = next.value;
         next = parts.next();
+        // A turn per piece: a client that keeps up takes each at once, and the answer
+        // must not be encoded in one turn either.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         if (!(await this.roomFor(STREAM_LOW_WATER_BYTES))) return;
         this.ws.send(piece, { binary: true, fin: next.done === true });
       }
