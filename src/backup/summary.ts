@@ -2,10 +2,13 @@
 // header, and the lock machine read back by the same code a node restores it with (so a
 // body the node could not restore is refused here too).
 import { LockMachine } from '../lockfsm/index.js';
-import type { Backup, BackupHeader } from './format.js';
+import { UNKEYED_FORMAT_VERSION, type Backup, type BackupHeader } from './format.js';
 
 export interface BackupSummary {
   readonly header: BackupHeader;
+  /** What vouches for the file: its HMAC under the cluster secret (checked), or nothing
+   *  (inspected without the secret, or the unkeyed format 1). */
+  readonly hmac: 'verified' | 'not checked' | 'none (unkeyed format 1)';
   readonly sessions: number;
   readonly locks: { name: string; holders: { session: number; token: number; mode: string }[]; waiters: number }[];
   readonly elections: { name: string; leader: number | null; token: number | null; value: string | null; candidates: number }[];
@@ -29,31 +32,6 @@ export function summarize(b: Backup, m: LockMachine = restoreMachine(b)): Backup
     return { name: e.election, leader: e.leader, token: e.token, value: e.value, candidates: e.candidates.length };
   });
   const keys = m.kvRange('').map((kv) => ({ key: kv.key, revision: kv.revision, bytes: kv.value.length }));
-  return { header: b.header, sessions: m.stats().sessions, locks, elections, keys, highestToken };
-}
-
-export function formatSummary(s: BackupSummary, limit: number): string {
-  const h = s.header;
-  const held = s.locks.filter((l) => l.holders.length > 0).length;
-  const lines = [
-    `cluster      ${h.clusterId}`,
-    `index        ${h.index}   (term ${h.term}, read on ${h.node})`,
-    `taken at     ${h.createdAt}`,
-    `format       backup v1, ${h.machineFormat} v${h.machineVersion}, ${h.bodyBytes} bytes of state`,
-    `sessions     ${s.sessions}`,
-    `locks        ${s.locks.length} (${held} held)`,
-    `elections    ${s.elections.length} (${s.elections.filter((e) => e.leader !== null).length} with a leader)`,
-    `keys         ${s.keys.length}`,
-    `highest token held ${s.highestToken}; no token of this state exceeds index ${h.index}`,
-  ];
-  const table = (title: string, rows: string[]) => {
-    if (rows.length === 0) return;
-    lines.push('', title);
-    for (const r of rows.slice(0, limit)) lines.push(`  ${r}`);
-    if (rows.length > limit) lines.push(`  ... ${rows.length - limit} more (--limit)`);
-  };
-  table('locks', s.locks.map((l) => `${l.name}  ${l.holders.map((x) => `session ${x.session} token ${x.token} ${x.mode}`).join(', ') || 'free'}${l.waiters ? `  ${l.waiters} waiting` : ''}`));
-  table('elections', s.elections.map((e) => `${e.name}  ${e.leader === null ? 'no leader' : `leader session ${e.leader} token ${e.token} value ${JSON.stringify(e.value)}`}${e.candidates ? `  ${e.candidates} candidates` : ''}`));
-  table('keys', s.keys.map((k) => `${k.key}  revision ${k.revision}  ${k.bytes} bytes`));
-  return lines.join('\n');
+  const hmac = b.version === UNKEYED_FORMAT_VERSION ? 'none (unkeyed format 1)' : b.verified ? 'verified' : 'not checked';
+  return { header: b.header, hmac, sessions: m.stats().sessions, locks, elections, keys, highestToken };
 }

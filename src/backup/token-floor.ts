@@ -17,6 +17,10 @@
 //   benchmarks measure tens of thousands), and the floor stays far below 2^53 for centuries.
 export const MAX_ENTRIES_PER_SECOND = 1_000_000;
 export const CLOCK_SLACK_SECONDS = 3_600;
+/** How far in the future of this machine's clock the state's time may lie (two machines'
+ *  clocks differ a little): within it the elapsed time counts as 0, which the hour of clock
+ *  slack covers. Further is refused: the elapsed time the floor depends on is unknown. */
+export const FUTURE_SLACK_SECONDS = 60;
 /** Tokens travel as JavaScript numbers: keep a wide margin below 2^53. */
 const MAX_FLOOR = 2 ** 52;
 
@@ -33,6 +37,16 @@ export function tokenFloor(o: { lastIndex: number; writtenAtMs: number; nowMs: n
         ? { floor: o.minToken, why: `--min-token ${o.minToken}` }
         : { floor: o.lastIndex, why: `the state's last index ${o.lastIndex} (above --min-token ${o.minToken})` };
   } else {
+    if (!Number.isFinite(o.writtenAtMs)) throw new RangeError('the state has no valid time of writing: pass --min-token with the highest token your resources accepted');
+    const ahead = (o.writtenAtMs - o.nowMs) / 1000;
+    if (ahead > FUTURE_SLACK_SECONDS) {
+      // A time in the future would make the elapsed time 0 and the floor as low as it goes.
+      throw new RangeError(
+        `the state was written at ${new Date(o.writtenAtMs).toISOString()}, ${Math.round(ahead)} s after this machine's clock says it is now: ` +
+          "one of the two clocks is wrong, and the time since it was written (which the default token floor depends on) is unknown; " +
+          'fix the clock, or pass --min-token with the highest token your resources accepted',
+      );
+    }
     const seconds = Math.max(0, Math.ceil((o.nowMs - o.writtenAtMs) / 1000)) + CLOCK_SLACK_SECONDS;
     result = {
       floor: o.lastIndex + seconds * MAX_ENTRIES_PER_SECOND,

@@ -30,8 +30,9 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .option('--json', 'print JSON')
     .action(async (o: { endpoints?: string; json?: boolean }) => {
       const list = await ask<MemberInfo[]>(endpointsFrom(o.endpoints), { op: 'members' });
-      if (o.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
-      else for (const m of list) process.stdout.write(`${m.id}  ${m.voter ? 'voter  ' : 'learner'}  peer ${m.peerUrl}  client ${m.clientUrl}\n`);
+      const { printable, safeJson } = await import('./terminal-text.js');
+      if (o.json) process.stdout.write(`${safeJson(list)}\n`);
+      else for (const m of list) process.stdout.write(`${printable(m.id)}  ${m.voter ? 'voter  ' : 'learner'}  peer ${printable(m.peerUrl)}  client ${printable(m.clientUrl)}\n`);
     });
   member
     .command('add')

@@ -21,6 +21,7 @@ import {
 import { explainFailure, sdkCredentials } from './credentials.js';
 import { exitCodeFor, unavailableText } from './failure.js';
 import { Interrupts, interrupted } from './interrupt.js';
+import { printable, printableMessage, safeJson } from './terminal-text.js';
 
 export { KV_EXIT };
 
@@ -34,7 +35,7 @@ export interface KvWriteOptions {
 }
 
 function say(msg: string): void {
-  process.stderr.write(`palisade: ${msg}\n`);
+  process.stderr.write(`palisade: ${printableMessage(msg)}\n`);
 }
 
 /** The guard installed by connect(): one command runs per process, and it stays installed
@@ -99,9 +100,9 @@ export async function kvPutCommand(key: string, value: string, o: KvWriteOptions
     const { result, token } = await withOptionalLock(client, o, (options) => client.put(key, value, options));
     const { revision } = result;
     if (o.json) {
-      process.stdout.write(`${JSON.stringify({ key, revision, ...(o.lock !== undefined ? { lock: o.lock, token } : {}) })}\n`);
+      process.stdout.write(`${safeJson({ key, revision, ...(o.lock !== undefined ? { lock: o.lock, token } : {}) }, 0)}\n`);
     } else {
-      process.stdout.write(`${key}: revision ${revision}${o.lock !== undefined ? ` (fenced by ${o.lock} with token ${token})` : ''}\n`);
+      process.stdout.write(`${printable(key)}: revision ${revision}${o.lock !== undefined ? ` (fenced by ${printable(o.lock)} with token ${token})` : ''}\n`);
     }
     return 0;
   } catch (e) {
@@ -116,8 +117,8 @@ export async function kvDeleteCommand(key: string, o: KvWriteOptions): Promise<n
   if (typeof client === 'number') return client;
   try {
     const { result: r } = await withOptionalLock(client, o, (options) => client.delete(key, options));
-    if (o.json) process.stdout.write(`${JSON.stringify({ key, existed: r.existed, revision: r.revision })}\n`);
-    else process.stdout.write(r.existed ? `${key}: deleted at revision ${r.revision}\n` : `${key}: did not exist\n`);
+    if (o.json) process.stdout.write(`${safeJson({ key, existed: r.existed, revision: r.revision }, 0)}\n`);
+    else process.stdout.write(r.existed ? `${printable(key)}: deleted at revision ${r.revision}\n` : `${printable(key)}: did not exist\n`);
     return 0;
   } catch (e) {
     return writeFailure(e, `delete ${key}`);
@@ -148,7 +149,11 @@ export async function kvGetCommand(key: string, o: { endpoints: string[]; json?:
       return KV_EXIT.NOT_FOUND;
     }
     if (o.json) {
-      process.stdout.write(`${JSON.stringify({ key, ...jsonValue(entry.value), revision: entry.revision })}\n`);
+      process.stdout.write(`${safeJson({ key, ...jsonValue(entry.value), revision: entry.revision }, 0)}\n`);
+    } else if (process.stdout.isTTY === true) {
+      // On a terminal the value is shown, its control bytes escaped; into a pipe or a file
+      // it goes as the bytes it is.
+      process.stdout.write(`${printable(Buffer.from(entry.value).toString('utf8'))}\n`);
     } else {
       process.stdout.write(Buffer.from(entry.value));
       process.stdout.write('\n');
@@ -165,15 +170,16 @@ export async function kvGetCommand(key: string, o: { endpoints: string[]; json?:
 /** One watch line: `put KEY REVISION "VALUE"` / `delete KEY REVISION`, or JSON. */
 export function formatChange(ch: KvChange, json: boolean): string {
   if (json) {
-    return JSON.stringify(
+    return safeJson(
       ch.value === null
         ? { type: 'delete', key: ch.key, revision: ch.revision }
         : { type: 'put', key: ch.key, ...jsonValue(ch.value), revision: ch.revision },
+      0,
     );
   }
-  if (ch.value === null) return `delete ${ch.key} ${ch.revision}`;
+  if (ch.value === null) return `delete ${printable(ch.key)} ${ch.revision}`;
   const v = jsonValue(ch.value);
-  return `put ${ch.key} ${ch.revision} ${'value' in v ? JSON.stringify(v.value) : `base64:${v.valueBase64}`}`;
+  return `put ${printable(ch.key)} ${ch.revision} ${'value' in v ? safeJson(v.value, 0) : `base64:${v.valueBase64}`}`;
 }
 
 export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; json?: boolean; includeExisting?: boolean }): Promise<number> {

@@ -7,6 +7,7 @@ import { exitCodeFor, unavailableText } from './failure.js';
 
 import { EXIT } from './exit-codes.js';
 import { Interrupts, interrupted } from './interrupt.js';
+import { printable, printableMessage, safeJson } from './terminal-text.js';
 
 export { EXIT };
 
@@ -20,7 +21,7 @@ export interface LockCommandOptions {
 }
 
 function say(msg: string): void {
-  process.stderr.write(`palisade: ${msg}\n`);
+  process.stderr.write(`palisade: ${printableMessage(msg)}\n`);
 }
 
 /** Connects, with Ctrl-C/SIGTERM closing the session from now until `guard` is disposed. */
@@ -133,11 +134,12 @@ export async function getCommand(name: string, o: { endpoints: string[]; json?: 
   try {
     const info = await client.get(name);
     if (o.json) {
-      process.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
+      process.stdout.write(`${safeJson(info)}\n`);
       return 0;
     }
-    if (info.holders.length === 0) process.stdout.write(`${name}: free${info.delayed ? ' (in lock-delay)' : ''}\n`);
-    for (const h of info.holders) process.stdout.write(`${name}: held by session ${h.session} (${h.mode}) with token ${h.token}\n`);
+    const shown = printable(name);
+    if (info.holders.length === 0) process.stdout.write(`${shown}: free${info.delayed ? ' (in lock-delay)' : ''}\n`);
+    for (const h of info.holders) process.stdout.write(`${shown}: held by session ${h.session} (${h.mode}) with token ${h.token}\n`);
     info.waiters.forEach((w, i) => process.stdout.write(`  waiter ${i + 1}: session ${w.session} (${w.mode})\n`));
     return 0;
   } catch (e) {
@@ -193,10 +195,10 @@ export async function leaderCommand(name: string, o: { endpoints: string[]; watc
   const print = (s: { leader: number | null; value: string | null; token: number | null }) =>
     process.stdout.write(
       o.json
-        ? `${JSON.stringify({ election: name, ...s })}\n`
+        ? `${safeJson({ election: name, ...s }, 0)}\n`
         : s.leader === null
-          ? `${name}: no leader\n`
-          : `${name}: session ${s.leader} leads with token ${s.token}, value ${JSON.stringify(s.value)}\n`,
+          ? `${printable(name)}: no leader\n`
+          : `${printable(name)}: session ${s.leader} leads with token ${s.token}, value ${printable(JSON.stringify(s.value))}\n`,
     );
   try {
     if (!o.watch) {

@@ -3,6 +3,7 @@
 import type { LockInfo } from '../protocol/client-protocol.js';
 import { rpc, RpcError } from '../protocol/rpc.js';
 import { rpcCredentials } from './credentials.js';
+import { printable } from './terminal-text.js';
 
 export interface LocksQuery {
   readonly prefix?: string;
@@ -34,7 +35,7 @@ export function formatLocks(locks: readonly LockInfo[]): string {
   if (locks.length === 0) return 'no locks';
   const header = ['NAME', 'MODE', 'SESSION', 'TOKEN', 'WAITERS', 'STATE'];
   const lines = locks.map((l) => [
-    l.name,
+    printable(l.name),
     l.holders[0]?.mode ?? '-',
     l.holders.map((h) => String(h.session)).join(',') || '-',
     l.holders.map((h) => String(h.token)).join(',') || '-',

@@ -11,6 +11,7 @@ import { registerSnapshotCommands } from './snapshot-register.js';
 import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
 import { explainFailure, registerCredentialOptions } from './credentials.js';
+import { printableMessage } from './terminal-text.js';
 import type { ServeOptions } from './serve.js';
 import { endpointsOption } from './options.js';
 
@@ -107,7 +108,8 @@ program
   .action(async (o: { endpoints?: string; prefix?: string; limit: number; json?: boolean }) => {
     const { fetchLocks, formatLocks } = await import('./locks.js');
     const locks = await fetchLocks(endpointsFrom(o.endpoints), { ...(o.prefix ? { prefix: o.prefix } : {}), limit: o.limit });
-    process.stdout.write(o.json ? `${JSON.stringify(locks, null, 2)}\n` : `${formatLocks(locks)}\n`);
+    const { safeJson } = await import('./terminal-text.js');
+    process.stdout.write(o.json ? `${safeJson(locks)}\n` : `${formatLocks(locks)}\n`);
   });
 
 program
@@ -210,7 +212,8 @@ program.parseAsync(process.argv).then(
   },
   (e: Error) => {
     if (interrupted()) return;
-    process.stderr.write(`palisade: ${explainFailure(e)}\n`);
+    // The cluster's messages quote names any client chose: escaped (terminal-text.ts).
+    process.stderr.write(`palisade: ${printableMessage(explainFailure(e))}\n`);
     process.exit(exitCodeFor(e));
   },
 );

@@ -1,6 +1,7 @@
 // `palisade snapshot restore FILE --config NEW.json`: the data directories of a new cluster,
 // started from a backup. See docs/operations.md, "Restoring a backup".
 import { readBackupFile } from '../backup/file.js';
+import { keysFrom } from './backup.js';
 import { checkEmptyDir, writeNewMember } from '../backup/new-cluster.js';
 import { restoreMachine, summarize } from '../backup/summary.js';
 import { tokenFloor } from '../backup/token-floor.js';
@@ -9,12 +10,17 @@ import { dataOwnerOf, giveToOwner } from './data-owner.js';
 
 export interface RestoreOptions {
   readonly config: string;
+  /** The config of the cluster the backup was taken from, when its secret differs from --config's. */
+  readonly fromConfig?: string;
+  /** Accept a backup of the unkeyed format 1. */
+  readonly trustUnkeyed?: boolean;
   readonly id?: string;
   readonly minToken?: number;
 }
 
 export async function restoreCommand(file: string, o: RestoreOptions): Promise<void> {
-  const backup = await readBackupFile(file);
+  // The file must carry the MAC of a secret we were given: the new cluster's, or the old one's.
+  const backup = await readBackupFile(file, keysFrom(o.fromConfig !== undefined ? [o.config, o.fromConfig] : [o.config]), { trustUnkeyed: o.trustUnkeyed === true });
   const config = loadConfig(o.config);
   const h = backup.header;
   if (config.clusterId === h.clusterId) {

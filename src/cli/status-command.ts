@@ -7,6 +7,7 @@ import { EXIT } from './exit-codes.js';
 import { faultTolerance, type Danger, type FaultTolerance } from './quorum.js';
 import { fetchStatus, formatStatus, type StatusRow } from './status.js';
 import { rpcCredentials } from './credentials.js';
+import { safeJson } from './terminal-text.js';
 
 /** The cluster's fault tolerance as the rows show it: voters up of the membership. */
 export function toleranceOf(rows: readonly StatusRow[]): FaultTolerance {
@@ -58,7 +59,7 @@ export async function statusCommand(endpoints: string[], o: { json?: boolean }):
         ? { id: r.id, role: r.role, term: null, leader: null, commitIndex: null, appliedIndex: null, members: [], pid: null, endpoint: r.endpoint, error: r.error }
         : { id: r.id, role: r.role, term: r.term, leader: r.leader, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, members: r.members, pid: r.pid, endpoint: r.endpoint },
     );
-    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    process.stdout.write(`${safeJson(out)}\n`);
   } else {
     process.stdout.write(`${formatStatus(rows)}\n\n${colour(ft.text, ft.danger, process.stdout.isTTY === true)}\n`);
   }

@@ -10,6 +10,7 @@ import { ConfigError } from './config-error.js';
 import {
   DEFAULT_BUDGETS,
   DEFAULT_CLIENT_LIMITS,
+  defaultSessionsPerAddress,
   DEFAULT_LEDGER,
   DEFAULT_SESSIONS,
   DEFAULT_SNAPSHOT,
@@ -23,6 +24,7 @@ import { checkAgainstSchema } from './schema.js';
 import type {
   AuthConfig,
   BudgetSettings,
+  HttpPolicyConfig,
   ClientLimitsConfig,
   ClusterConfig,
   NodeConfig,
@@ -77,6 +79,7 @@ interface RawConfig {
   readonly auth?: { readonly tokens: readonly RawToken[] };
   readonly tls?: { readonly peer?: RawTls; readonly client?: RawTls };
   readonly limits?: Partial<ClientLimitsConfig>;
+  readonly http?: { readonly allowedOrigins?: readonly string[]; readonly allowedHosts?: readonly string[] };
 }
 
 /** A value the schema accepted, checked against bounds that depend on other settings. */
@@ -114,7 +117,8 @@ export function validateConfig(input: unknown, baseDir: string): ClusterConfig {
     budgets: { ...DEFAULT_BUDGETS, ...raw.budgets },
     auth: authSection(raw),
     tls: tlsSection(raw, nodes, baseDir),
-    limits: limitsSection(raw),
+    limits: limitsSection(raw, nodes.length, maxSessions),
+    http: httpSection(raw),
     baseDir,
   };
 }
@@ -239,18 +243,46 @@ function checkSchemes(nodes: readonly NodeConfig[], key: 'peerUrl' | 'clientUrl'
   });
 }
 
-function limitsSection(raw: RawConfig): ClientLimitsConfig {
+function limitsSection(raw: RawConfig, nodeCount: number, maxSessions: number): ClientLimitsConfig {
   const l = raw.limits ?? {};
   const d = DEFAULT_CLIENT_LIMITS;
   const requestsPerSecond = l.requestsPerSecond ?? d.requestsPerSecond;
+  const perAddress = l.requestsPerSecondPerAddress ?? d.requestsPerSecondPerAddress;
+  const perToken = l.requestsPerSecondPerToken ?? d.requestsPerSecondPerToken;
+  // A bucket's default burst is never below its rate, or a steady client at exactly the rate
+  // would be refused; a set rate needs a bucket of at least one.
+  const burst = (key: 'requestBurst' | 'requestBurstPerAddress' | 'requestBurstPerToken', rate: number, dflt: number): number =>
+    within(l[key] ?? Math.max(dflt, rate), `limits.${key}`, Math.min(1, rate), 100_000_000, 'at least 1 when its rate is set');
   return {
     ...d,
     ...l,
     requestsPerSecond,
-    // The default burst is never below the rate, or a steady client at exactly the rate would
-    // be refused; a set rate needs a bucket of at least one.
-    requestBurst: within(l.requestBurst ?? Math.max(d.requestBurst, requestsPerSecond), 'limits.requestBurst', Math.min(1, requestsPerSecond), 100_000_000, 'at least 1 when limits.requestsPerSecond is set'),
+    requestBurst: burst('requestBurst', requestsPerSecond, d.requestBurst),
+    maxSessionsPerAddress: l.maxSessionsPerAddress ?? defaultSessionsPerAddress(nodeCount, maxSessions),
+    requestsPerSecondPerAddress: perAddress,
+    requestBurstPerAddress: burst('requestBurstPerAddress', perAddress, d.requestBurstPerAddress),
+    requestsPerSecondPerToken: perToken,
+    requestBurstPerToken: burst('requestBurstPerToken', perToken, d.requestBurstPerToken),
   };
+}
+
+/** "http": {"allowedOrigins": [...], "allowedHosts": [...]}; both empty by default. The schema
+ *  checks they are lists of strings; an origin must be what a browser sends. */
+function httpSection(raw: RawConfig): HttpPolicyConfig {
+  const origins = (raw.http?.allowedOrigins ?? []).map((x, i) => {
+    let u: URL;
+    try {
+      u = new URL(x);
+    } catch {
+      throw new ConfigError(`http.allowedOrigins[${i}]`, `"${x}" is not an origin (scheme://host[:port])`);
+    }
+    // What a browser sends: scheme, host and a port other than the scheme's default, nothing else.
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== x.toLowerCase()) {
+      throw new ConfigError(`http.allowedOrigins[${i}]`, `"${x}" is not an origin: write it as ${u.origin} (scheme://host[:port], no path)`);
+    }
+    return x.toLowerCase();
+  });
+  return { allowedOrigins: origins, allowedHosts: (raw.http?.allowedHosts ?? []).map((x) => x.toLowerCase()) };
 }
 
 export function loadConfig(path: string): ClusterConfig {

@@ -66,7 +66,27 @@ export const DEFAULT_CLIENT_LIMITS: ClientLimitsConfig = Object.freeze({
   maxWaitersPerLock: 1_000,
   maxNameBytes: MACHINE_MAX_NAME_BYTES,
   maxWatchesPerConnection: 1_000,
+  /** The default is a function of the cluster (defaultSessionsPerAddress); this is its cap. */
+  maxSessionsPerAddress: 1_000,
+  maxInFlightPerAddress: 4_096,
+  // Four times one connection's: a host with several client processes is not held to one
+  // connection's rate, and reconnecting does not refill anything.
+  requestsPerSecondPerAddress: 4_000,
+  requestBurstPerAddress: 8_000,
+  // Ten times one connection's: a token is often shared by a whole fleet.
+  requestsPerSecondPerToken: 10_000,
+  requestBurstPerToken: 20_000,
 });
+
+/**
+ * Sessions one address may open through one node: at most 1,000, and small enough that one
+ * address opening its share through every node takes at most half of sessions.maxSessions,
+ * so one anonymous address cannot fill the cluster's sessions alone (1,000 at the defaults:
+ * 3 nodes × 1,000 of 100,000).
+ */
+export function defaultSessionsPerAddress(nodes: number, maxSessions: number): number {
+  return Math.max(1, Math.min(DEFAULT_CLIENT_LIMITS.maxSessionsPerAddress, Math.floor(maxSessions / (2 * Math.max(1, nodes)))));
+}
 
 /** The lock machine's bounds for this cluster: every node derives the same from the same file. */
 export function machineConfigFrom(cfg: ClusterConfig): MachineConfig {

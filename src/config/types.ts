@@ -103,6 +103,28 @@ export interface ClientLimitsConfig {
   readonly maxNameBytes: number;
   /** Key prefixes watched plus elections observed over one connection (LIMIT_EXCEEDED). */
   readonly maxWatchesPerConnection: number;
+  /** Sessions opened through this node from one address (any transport), open at once
+   *  (LIMIT_EXCEEDED): what one address can take of sessions.maxSessions. */
+  readonly maxSessionsPerAddress: number;
+  /** Requests being served at once for one address, websocket and HTTP (LIMIT_EXCEEDED). */
+  readonly maxInFlightPerAddress: number;
+  /** Token bucket per client address, over all its connections, kept across reconnects
+   *  (RATE_LIMITED). 0 = unlimited. */
+  readonly requestsPerSecondPerAddress: number;
+  readonly requestBurstPerAddress: number;
+  /** Token bucket per token name (auth on), over all its connections and addresses. 0 = unlimited. */
+  readonly requestsPerSecondPerToken: number;
+  readonly requestBurstPerToken: number;
+}
+
+/** What web browsers may do (src/transport/browser-guard.ts): programs send no Origin, pages do. */
+export interface HttpPolicyConfig {
+  /** Origins (`scheme://host[:port]`) whose pages may open websockets to and call the client
+   *  port; none by default. */
+  readonly allowedOrigins: readonly string[];
+  /** Host names requests may name besides IP addresses, the host of the port's own URL and
+   *  (on a loopback bind) localhost: the names clients reach the node by through DNS. */
+  readonly allowedHosts: readonly string[];
 }
 
 /** The operation ledger (lock.once): how long finished and abandoned operations are kept. */
@@ -140,6 +162,7 @@ export interface ClusterConfig {
   readonly auth: AuthConfig | null;
   readonly tls: TlsConfig;
   readonly limits: ClientLimitsConfig;
+  readonly http: HttpPolicyConfig;
   /** Where the file was read from; relative data directories resolve against it. */
   readonly baseDir: string;
 }

@@ -190,6 +190,11 @@ export class MemoryServerConn extends EventEmitter<ClientConnEvents> implements 
     return true;
   }
 
+  /** In memory a frame is one buffer however it is sent. */
+  sendStreamed(frame: ServerFrame): void {
+    this.send(frame);
+  }
+
   /** Closes from the node's side (the node stops). */
   close(): void {
     if (!this.open) return;

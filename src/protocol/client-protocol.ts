@@ -123,8 +123,10 @@ export type Request =
   /** Hand leadership to `to` (default: the most caught-up voter). */
   | { id: number; op: 'transferLeader'; to?: string }
   /** Snapshot the node that receives this now and compact its log; with `backup`, instead
-   *  answer the lock machine's state after a linearizable read (`palisade snapshot save`). */
-  | { id: number; op: 'snapshot'; backup?: boolean }
+   *  write a backup file of the lock machine's state after a linearizable read (`palisade
+   *  snapshot save`) and answer its first chunk; with `backupId` and `offset`, answer the
+   *  chunk of that file at `offset` (the file stays on the node only while it is read). */
+  | { id: number; op: 'snapshot'; backup?: boolean; backupId?: string; offset?: number }
   /** The cluster's replicated settings (docs/operations.md, "Cluster settings"). */
   | { id: number; op: 'config' }
   /** Change some of them, by their config-file keys: one committed entry, applied by every node. */

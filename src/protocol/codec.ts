@@ -116,3 +116,65 @@ function widenIntegers(value: unknown, depth: number): unknown {
   }
   return copy ?? value;
 }
+
+/**
+ * The msgpack encoding of `obj` in pieces of about `pieceBytes` each, built as they are
+ * taken: concatenated they decode exactly as encodeFrame(obj) does. For answers too large to
+ * build in one piece (a watch's first read holds up to 1000 values of 64 KiB): the sender
+ * takes a piece only when the previous one has left, so the node never holds the whole
+ * encoding. Maps and arrays are walked; every other value is packed whole, except binaries
+ * longer than a piece, which are cut into slices of their own bytes (no copy).
+ */
+export function* encodeFrameParts(obj: unknown, pieceBytes: number): Generator<Uint8Array> {
+  let pending: Uint8Array[] = [];
+  let size = 0;
+  const take = (): Uint8Array => {
+    const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending, size);
+    pending = [];
+    size = 0;
+    return out;
+  };
+  for (const piece of pieces(obj, pieceBytes, 0)) {
+    pending.push(piece);
+    size += piece.length;
+    if (size >= pieceBytes) yield take();
+  }
+  if (size > 0) yield take();
+}
+
+function* pieces(value: unknown, pieceBytes: number, depth: number): Generator<Uint8Array> {
+  if (value instanceof Uint8Array && value.length > pieceBytes) {
+    yield header(value.length, [0xc4, 0xc5, 0xc6], null);
+    for (let i = 0; i < value.length; i += pieceBytes) yield value.subarray(i, Math.min(value.length, i + pieceBytes));
+    return;
+  }
+  if (depth < MAX_FRAME_DEPTH && Array.isArray(value)) {
+    yield header(value.length, [null, 0xdc, 0xdd], 0x90);
+    for (const v of value) yield* pieces(v, pieceBytes, depth + 1);
+    return;
+  }
+  if (depth < MAX_FRAME_DEPTH && typeof value === 'object' && value !== null && !(value instanceof Uint8Array)) {
+    const keys = Object.keys(value).filter((k) => (value as Record<string, unknown>)[k] !== undefined);
+    yield header(keys.length, [null, 0xde, 0xdf], 0x80);
+    for (const k of keys) {
+      yield copy(encodeFrame(k));
+      yield* pieces((value as Record<string, unknown>)[k], pieceBytes, depth + 1);
+    }
+    return;
+  }
+  // A copy: msgpackr may reuse the buffer it packed into for its next pack.
+  yield copy(encodeFrame(value));
+}
+
+/** A msgpack length header: the fix form (`fix` | n, for n < 16) when there is one, else the
+ *  8-, 16- or 32-bit form (`codes`; null where the type has none). */
+function header(n: number, codes: readonly (number | null)[], fix: number | null): Uint8Array {
+  if (fix !== null && n < 16) return Uint8Array.of(fix | n);
+  if (codes[0] !== null && n < 0x100) return Uint8Array.of(codes[0]!, n);
+  if (n < 0x10000) return Uint8Array.of(codes[1]!, n >> 8, n & 0xff);
+  return Uint8Array.of(codes[2]!, (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
+}
+
+function copy(b: Uint8Array): Uint8Array {
+  return Uint8Array.prototype.slice.call(b);
+}

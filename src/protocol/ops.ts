@@ -110,15 +110,19 @@ export interface Indexed {
   readonly index: number;
 }
 
-/** The answer to `snapshot` with `backup`: the lock machine's state at a linearizable point. */
-export interface BackupState {
+/** The answer to `snapshot` with `backup`: one chunk of a backup file (src/backup/format.ts)
+ *  of the lock machine's state at a linearizable point, written and keyed by the node. */
+export interface BackupChunk {
+  /** Names the file on the node that wrote it, for the next chunks. */
+  readonly backupId: string;
   readonly clusterId: string;
   readonly node: string;
   readonly index: number;
   readonly term: number;
-  readonly machineFormat: string;
-  readonly machineVersion: number;
-  /** The lock machine's snapshot at `index`. */
+  /** The whole file's length. */
+  readonly bytes: number;
+  /** Where `data` starts in the file; the next chunk starts at offset + data.length. */
+  readonly offset: number;
   readonly data: Uint8Array;
 }
 
@@ -158,8 +162,8 @@ export interface ResultByOp {
   removeMember: Indexed & { readonly already?: true };
   /** The leader after the hand-over (this node when it was asked to hand over to itself). */
   transferLeader: { readonly leader: string | null };
-  /** The index the log was compacted to, or with `backup` the state itself. */
-  snapshot: Indexed | BackupState;
+  /** The index the log was compacted to, or with `backup` a chunk of a backup file. */
+  snapshot: Indexed | BackupChunk;
   config: ClusterSettings;
   /** The settings after the change, and which keys it changed. */
   configure: ClusterSettings & Indexed & { readonly changed: readonly string[] };

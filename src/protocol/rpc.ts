@@ -29,39 +29,112 @@ export class RpcError extends Error {
 
 /** Send one request to `url` and resolve with its result (or reject with RpcError). With a
  *  token, a hello carrying it goes first and its refusal is the rejection. */
-export function rpc<T>(url: string, body: RequestBody, timeoutMs = 2_000, credentials: RpcCredentials = {}): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
+export async function rpc<T>(url: string, body: RequestBody, timeoutMs = 2_000, credentials: RpcCredentials = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  const c = await RpcConnection.open(url, timeoutMs, credentials);
+  try {
+    return await c.call<T>(body, Math.max(1, deadline - Date.now()), timeoutMs);
+  } finally {
+    c.close();
+  }
+}
+
+interface Pending {
+  readonly resolve: (result: unknown) => void;
+  readonly reject: (e: RpcError) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** One connection for a sequence of requests to the same node (a backup read a chunk at a
+ *  time: its file lives on the node that wrote it). Requests are answered in any order. */
+export class RpcConnection {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private helloSent = false;
+  private failure: RpcError | null = null;
+
+  private constructor(
+    private readonly url: string,
+    private readonly ws: WebSocket,
+    private readonly token: string | undefined,
+  ) {
+    ws.on('message', (data: Buffer) => this.onFrame(data));
+    ws.on('error', (e) => this.fail(new RpcError('UNAVAILABLE', `${url}: ${e.message}`)));
+    ws.on('close', (code, reason) => this.fail(new RpcError('UNAVAILABLE', `${url} closed the connection (${code}${reason.length ? `: ${reason.toString()}` : ''})`)));
+  }
+
+  /** Connect within `timeoutMs`. */
+  static open(url: string, timeoutMs: number, credentials: RpcCredentials = {}): Promise<RpcConnection> {
     const { token, ca, cert, key } = credentials;
     const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) });
-    const timer = setTimeout(() => {
-      ws.terminate();
-      reject(new RpcError('TIMEOUT', `${url} did not answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const done = (fn: () => void) => {
-      clearTimeout(timer);
-      ws.close();
-      fn();
-    };
-    ws.on('error', (e) => done(() => reject(new RpcError('UNAVAILABLE', `${url}: ${e.message}`))));
-    ws.on('close', (code, reason) => done(() => reject(new RpcError('UNAVAILABLE', `${url} closed the connection (${code}${reason.length ? `: ${reason.toString()}` : ''})`))));
-    ws.on('open', () => {
-      // Both frames at once: a node serves a connection's frames in order.
-      if (token !== undefined) ws.send(encodeFrame({ id: 0, op: 'hello', version: PROTOCOL_VERSION, token }));
-      ws.send(encodeFrame({ id: 1, ...body }));
+    return new Promise<RpcConnection>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        ws.terminate();
+        reject(new RpcError('TIMEOUT', `${url} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const failed = (e: RpcError): void => {
+        clearTimeout(timer);
+        ws.removeAllListeners();
+        ws.on('error', () => {});
+        ws.terminate();
+        reject(e);
+      };
+      ws.once('error', (e) => failed(new RpcError('UNAVAILABLE', `${url}: ${e.message}`)));
+      ws.once('close', (code, reason) => failed(new RpcError('UNAVAILABLE', `${url} closed the connection (${code}${reason.length ? `: ${reason.toString()}` : ''})`)));
+      ws.once('open', () => {
+        clearTimeout(timer);
+        ws.removeAllListeners();
+        resolve(new RpcConnection(url, ws, token));
+      });
     });
-    ws.on('message', (data: Buffer) => {
-      let frame: Response;
-      try {
-        frame = decodeFrame(data) as Response;
-      } catch (e) {
-        return done(() => reject(new RpcError('BAD_FRAME', (e as Error).message)));
-      }
-      if (typeof frame !== 'object' || frame === null) return;
-      const id = (frame as { id?: unknown }).id;
-      if (id === 0 && !frame.ok) return done(() => reject(new RpcError(frame.error.code, frame.error.message)));
-      if (id !== 1) return; // an event, or the hello's answer
-      if (frame.ok) done(() => resolve(frame.result as T));
-      else done(() => reject(new RpcError(frame.error.code, frame.error.message)));
+  }
+
+  /** One request's result; TIMEOUT after `timeoutMs` (`saidMs` is the bound the message names). */
+  call<T>(body: RequestBody, timeoutMs: number, saidMs = timeoutMs): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => this.fail(new RpcError('TIMEOUT', `${this.url} did not answer within ${saidMs} ms`)), timeoutMs);
+      this.pending.set(id, { resolve: resolve as (r: unknown) => void, reject, timer });
+      // The hello and the first request leave together: a node serves a connection's frames in order.
+      if (!this.helloSent && this.token !== undefined) this.ws.send(encodeFrame({ id: 0, op: 'hello', version: PROTOCOL_VERSION, token: this.token }));
+      this.helloSent = true;
+      this.ws.send(encodeFrame({ id, ...body }));
     });
-  });
+  }
+
+  close(): void {
+    this.fail(new RpcError('UNAVAILABLE', `${this.url}: the connection was closed`));
+  }
+
+  private onFrame(data: Buffer): void {
+    let frame: Response;
+    try {
+      frame = decodeFrame(data) as Response;
+    } catch (e) {
+      return this.fail(new RpcError('BAD_FRAME', (e as Error).message));
+    }
+    if (typeof frame !== 'object' || frame === null) return;
+    const id = (frame as { id?: unknown }).id;
+    if (id === 0 && !frame.ok) return this.fail(new RpcError(frame.error.code, frame.error.message));
+    const p = typeof id === 'number' ? this.pending.get(id) : undefined;
+    if (!p) return; // an event, or the hello's answer
+    this.pending.delete(id as number);
+    clearTimeout(p.timer);
+    if (frame.ok) p.resolve(frame.result);
+    else p.reject(new RpcError(frame.error.code, frame.error.message));
+  }
+
+  /** Every request still waiting (and every later one) fails with `e`; the socket closes. */
+  private fail(e: RpcError): void {
+    if (this.failure) return;
+    this.failure = e;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(e);
+    }
+    this.pending.clear();
+    if (e.code === 'TIMEOUT') this.ws.terminate();
+    else this.ws.close();
+  }
 }

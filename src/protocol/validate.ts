@@ -94,11 +94,20 @@ function utf8Length(s: string): number {
   return Buffer.byteLength(s, 'utf8');
 }
 
-/** Reads the fields of one map; `where` prefixes error messages ("acquire", "fence"...). */
+/** A UTF-16 surrogate without its partner: no Unicode text, and no UTF-8 encoding, has one
+ *  (JSON's "\ud800" makes one; stored, it reads back as something else on every node). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** Control characters (Unicode's Cc: C0, DEL, C1): a name holding ESC or BEL is shown on
+ *  an operator's terminal by every tool that lists it, and acts there. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Reads the fields of one map; `where` prefixes error messages ("acquire", "fence"...).
+ *  `request`: the fields of a client's request, whose strings must be well-formed Unicode. */
 class Fields {
   constructor(
     private readonly obj: Obj,
     private readonly where: string,
+    private readonly request = false,
   ) {}
 
   /** An own property; absent and nil are the same (other languages often send nil). */
@@ -131,6 +140,18 @@ class Fields {
     if (typeof v !== 'string' || (nonEmpty && v.length === 0) || utf8Length(v) > MAX_STRING_BYTES) {
       this.fail(name, `a string of ${nonEmpty ? 1 : 0} to ${MAX_STRING_BYTES} UTF-8 bytes`);
     }
+    if (this.request && LONE_SURROGATE.test(v)) this.fail(name, 'well-formed Unicode text (it holds a lone surrogate)');
+    return v;
+  }
+
+  /**
+   * A name a request creates (a lock, an election, a key, an operation, a session label):
+   * no control characters. Names that exist are still accepted where a request only refers
+   * to them (release, get, delete...), so a name made before this rule can be cleaned up.
+   */
+  newName(name: string): string {
+    const v = this.string(name, true);
+    if (CONTROL.test(v)) this.fail(name, 'a name without control characters (U+0000-U+001F, U+007F-U+009F)');
     return v;
   }
 
@@ -180,7 +201,7 @@ class Fields {
   map(name: string, shape: string): Fields {
     const v = this.get(name);
     if (!isPlainObject(v)) this.fail(name, `a map ${shape}`);
-    return new Fields(v, `${this.where}.${name}`);
+    return new Fields(v, `${this.where}.${name}`, this.request);
   }
 
   fence(name: string): Fence {
@@ -245,7 +266,7 @@ export function parseRequest(x: unknown): ParsedRequest {
     const op = x.op;
     if (typeof op !== 'string') return { id, error: wireError('BAD_FRAME', 'a request needs an op: a string') };
     if (!OP_SET.has(op)) return { id, error: wireError('UNKNOWN_OP', `unknown op "${op.slice(0, 64)}"`) };
-    return parseOp(id, op as Op, new Fields(x, op));
+    return parseOp(id, op as Op, new Fields(x, op, true));
   } catch (err) {
     if (err instanceof Invalid) return withoutUndefined({ id, error: wireError(err.code, err.message) });
     // Only hostile objects (getters, proxies) get here; decoded frames never do.
@@ -272,7 +293,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'status':
       return { id, op };
     case 'openSession':
-      return withoutUndefined({ id, op, ttlMs: f.optUint('ttlMs', 1), label: f.optString('label', true) });
+      return withoutUndefined({ id, op, ttlMs: f.optUint('ttlMs', 1), label: f.has('label') ? f.newName('label') : undefined });
     case 'attach':
     case 'keepAlive':
       return { id, op, session: f.uint('session', 1) };
@@ -286,7 +307,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
         id,
         op,
         ...f.sequenced(),
-        name: f.string('name', true),
+        name: f.newName('name'),
         mode,
         limit,
         wait: f.bool('wait'),
@@ -302,7 +323,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'locks':
       return withoutUndefined({ id, op, prefix: f.optString('prefix', false), limit: f.optUint('limit', 1) });
     case 'campaign':
-      return { id, op, ...f.sequenced(), election: f.string('election', true), value: f.string('value', false) };
+      return { id, op, ...f.sequenced(), election: f.newName('election'), value: f.string('value', false) };
     case 'proclaim':
       return {
         id,
@@ -323,7 +344,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
         id,
         op,
         ...f.sequenced(),
-        key: f.string('key', true),
+        key: f.newName('key'),
         value: f.bytes('value'),
         fence: f.optFence('fence'),
         ifRevision: f.optUint('ifRevision'),
@@ -347,7 +368,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
         id,
         op,
         ...f.sequenced(),
-        opKey: f.string('opKey', true),
+        opKey: f.newName('opKey'),
         fence: f.fence('fence'),
         retry: f.optBool('retry'),
       });
@@ -359,7 +380,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'configure':
       return { id, op, settings: f.numberMap('settings') };
     case 'snapshot':
-      return withoutUndefined({ id, op, backup: f.optBool('backup') });
+      return withoutUndefined({ id, op, backup: f.optBool('backup'), backupId: f.optString('backupId', true), offset: f.optUint('offset') });
     case 'addMember':
       return { id, op, member: f.string('member', true), peerUrl: f.string('peerUrl', true), clientUrl: f.string('clientUrl', true) };
     case 'removeMember':

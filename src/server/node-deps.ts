@@ -19,6 +19,8 @@ import type { NodeOps } from './ops/index.js';
 export interface HttpPortControls {
   holdAddressSlot(remote: string): (() => void) | null;
   coolOffAddress(remote: string, ms: number): void;
+  /** One request from the address's rate budget; false when it is empty. */
+  takeAddressToken(remote: string): boolean;
 }
 
 export interface ClientPortHandlers {

@@ -42,7 +42,7 @@ import { PeerIdentityGate, isIdentityApp } from './replication/peer-identity.js'
 import { ProposalTracker } from './replication/proposals.js';
 import { RaftDriver, byDestination, driverTimers } from './replication/raft-driver.js';
 import { AppliedWaiters, ReadIndexBatcher } from './replication/read-barrier.js';
-import { backupState } from './snapshots/backup-state.js';
+import { BackupFiles } from './snapshots/backup-files.js';
 import { Snapshotter } from './snapshots/snapshotter.js';
 import { StateDigests, isDigestApp } from './snapshots/state-digests.js';
 import { ConfigReloads } from './config-reload.js';
@@ -81,6 +81,7 @@ export class PalisadeNode {
   private readonly forwarder: Forwarder;
   private readonly leaseBatch: KeepAliveBatcher;
   private readonly admin: MembershipAdmin;
+  private readonly backups: BackupFiles; // the files `palisade snapshot save` is reading
   private readonly removal: Removal;
   private readonly dispatch: RequestDispatcher;
   private readonly gate: ClientGate;
@@ -140,11 +141,7 @@ export class PalisadeNode {
         readStates: (rs, dropped) => this.reads.onReadStates(rs, dropped), softState: (s) => this.onSoftState(s), afterAdvance: () => this.afterAdvance(),
         paused: (gap) => this.duties.paused(gap), fatal: (err) => this.onFatal(err),
       },
-      tickMs,
-      electionTimeoutMs,
-      this.log,
-      () => this.clock.now(),
-      driverTimers(this.clock),
+      tickMs, electionTimeoutMs, this.log, () => this.clock.now(), driverTimers(this.clock),
     );
     this.reads = new ReadIndexBatcher(this.raft, () => this.driver.kick(), electionTimeoutMs * 2, this.id, this.clock, tickMs);
     this.duties = new LeaderDuties(
@@ -181,12 +178,13 @@ export class PalisadeNode {
       leaseBatch: () => this.leaseBatch, ops: () => this.ops, status: () => this.status(), stopping: () => this.stopping,
       kick: () => this.driver.kick(), now: () => this.clock.now(),
     });
+    this.backups = new BackupFiles({ node: this.id, clusterId: cfg.clusterId, secret: () => this.config.secrets[0]!, maxBufferedBytes: cfg.limits.maxBufferedBytes, linearizable: () => this.dispatch.linearizable(), machine: () => this.machine, raft: this.raft });
     this.admin = new MembershipAdmin(
       {
         id: this.id, raft: this.raft, proposals: this.proposals, electionTimeoutMs, clock: this.clock,
         members: () => this.members, kick: () => this.driver.kick(), forward: (req) => this.forwarder.forward(req),
         linearizable: () => this.dispatch.linearizable(), snapshotNow: () => this.snapshots.now(), unavailable: (message) => this.dispatch.unavailable(message),
-        backup: () => backupState(this.id, cfg.clusterId, () => this.dispatch.linearizable(), () => this.machine, this.raft),
+        backup: (req) => this.backups.serve(req),
       },
       this.log,
     );
@@ -208,7 +206,7 @@ export class PalisadeNode {
     this.health = new HealthNotes({ id: this.id, raft: this.raft, configuredPeerUrl: nodeById(cfg, opts.id).peerUrl, recordedPeerUrl: () => this.members.get(this.id)?.peerUrl, mismatchedPeers: () => this.identities.mismatched, more: () => this.notes(), stallMs: Math.max(5_000, 10 * electionTimeoutMs), logger: this.log, clock: this.clock });
     this.clients = deps.clientPort({
       onConnection: (conn) => serveConnection(conn, this.gate, (g, r, sink) => this.dispatch.serve(g, r, sink), this.subs),
-      http: (port) => new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: cfg.limits, logger: this.log, holdSlot: (r) => port.holdAddressSlot(r), coolOff: (r, ms) => port.coolOffAddress(r, ms), clusterId: cfg.clusterId }).handle,
+      http: (port) => new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: cfg.limits, logger: this.log, holdSlot: (r) => port.holdAddressSlot(r), coolOff: (r, ms) => port.coolOffAddress(r, ms), takeAddressToken: (r) => port.takeAddressToken(r), clusterId: cfg.clusterId }).handle,
     });
     this.ops = deps.opsPort({ id: this.id, config: cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.store, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.clock.now()), diverged: () => this.digests.diverged() });
     this.listenToPeers();
@@ -234,6 +232,8 @@ export class PalisadeNode {
     this.stopping = true;
     await this.ops?.stop();
     await this.clients.stop();
+    this.gate.close();
+    this.backups.stop();
     const deadline = this.clock.now() + STOP_GRACE_MS;
     while (this.proposals.size > 0 && this.clock.now() < deadline) await new Promise((r) => this.clock.setTimeout(() => r(undefined), 10));
     this.duties.stop();
@@ -350,6 +350,7 @@ export class PalisadeNode {
     const w = pushedEvent(ev, index, answered); // not the requester's own news (wire.ts)
     if (w) this.subs.route(w);
     if (ev.type === 'sessionClosed') this.subs.sessions.removeKey(ev.session);
+    if (ev.type === 'sessionClosed' || ev.type === 'sessionExpired') this.gate.sessionEnded(ev.session);
   }
 
   private installSnapshot(s: Snapshot): void {

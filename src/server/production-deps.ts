@@ -8,6 +8,7 @@ import type { RpcCredentials } from '../protocol/rpc.js';
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, DEFAULT_PRE_AUTH } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
+import { browserPolicy } from '../transport/browser-guard.js';
 import { systemClock } from './clock.js';
 import { clientPortLimits } from './api/limits.js';
 import { joinCluster } from './membership/join.js';
@@ -48,10 +49,11 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
     clientPort: (handlers) => {
       const addr = parseWsUrl(self.listenClientUrl, 'listenClientUrl');
       let port: ClientServer | null = null;
-      const http = handlers.http?.({ holdAddressSlot: (r) => port!.holdAddressSlot(r), coolOffAddress: (r, ms) => port!.coolOffAddress(r, ms) });
+      const http = handlers.http?.({ holdAddressSlot: (r) => port!.holdAddressSlot(r), coolOffAddress: (r, ms) => port!.coolOffAddress(r, ms), takeAddressToken: (r) => port!.takeAddressToken(r) });
       port = new ClientServer({
         host: addr.host,
         port: addr.port,
+        browsers: browserPolicy({ ...config.http, ownHost: addr.host }),
         ...clientPortLimits(config.limits),
         preAuth: DEFAULT_PRE_AUTH,
         ...clientPortTls(config, id),

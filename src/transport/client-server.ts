@@ -23,15 +23,18 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, type RawData } from 'ws';
 import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, type ServerFrame } from '../protocol/client-protocol.js';
-import { FrameError, decodeFrame, encodeFrame } from '../protocol/codec.js';
+import { FrameError, decodeFrame, encodeFrame, encodeFrameParts } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
 import { AddressCoolOff } from './address-cooloff.js';
 import type { ClientConn, ClientListener, ClientServerStats } from './contracts.js';
 export type { ClientServerStats } from './contracts.js';
-import { TokenBucket } from './rate-limit.js';
+import { KeyedBuckets, TokenBucket } from './rate-limit.js';
+import { addressKey } from './address-key.js';
 import { listenWs, sameTlsMaterial, type TlsMaterial, type WsListener } from './tls.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
+import { RefusalLog } from './refusal-log.js';
+import { browserPolicy, type BrowserPolicy } from './browser-guard.js';
 
 export interface ClientServerOptions {
   readonly host: string;
@@ -50,6 +53,10 @@ export interface ClientServerOptions {
   readonly requestsPerSecond?: number;
   /** Bucket size; default max(requestsPerSecond, 1). */
   readonly requestBurst?: number;
+  /** A token bucket per client address (addressKey), shared by its connections and kept
+   *  across reconnects, and by the HTTP API's requests (takeAddressToken); 0 or absent = none. */
+  readonly requestsPerSecondPerAddress?: number;
+  readonly requestBurstPerAddress?: number;
   /** Connections open at once from one remote address; more are closed with 1013. Default unlimited. */
   readonly maxConnectionsPerAddress?: number;
   /** Limits of a connection until ClientConnection.authenticated() is called. Absent: every
@@ -57,6 +64,9 @@ export interface ClientServerOptions {
   readonly preAuth?: PreAuthLimits;
   /** Plain HTTP requests on the same port (the HTTP/JSON API); without it they get 426. */
   readonly onHttpRequest?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** What web browsers may do here (browser-guard.ts). Default: no page of any origin, and
+   *  requests must name `host` (or an IP address, or localhost on a loopback bind). */
+  readonly browsers?: BrowserPolicy;
 }
 
 /** What a connection may do before it has authenticated. */
@@ -86,11 +96,33 @@ const HARD_LIMIT_FACTOR = 2;
 const SOCKET_SLACK_PER_ADDRESS = 16;
 /** How long a close handshake may take before the socket is cut. */
 const CLOSE_GRACE_MS = 2000;
+/** A streamed answer (sendStreamed) leaves in websocket fragments of about this size, the
+ *  next once less than STREAM_LOW_WATER_BYTES is queued for the client... */
+const STREAM_PIECE_BYTES = 64 << 10;
+const STREAM_LOW_WATER_BYTES = 256 << 10;
+/** ...and a client that takes longer than this to make room is cut. */
+export const STREAM_STALL_MS = 10_000;
+
+/** The bytes of an event, encoded once however many connections it goes to (the same event
+ *  object is pushed to every subscriber). */
+const encodedEvents = new WeakMap<object, Uint8Array>();
+
+function encodeServerFrame(frame: ServerFrame): Uint8Array {
+  if (!('event' in frame)) return encodeFrame(frame);
+  let bytes = encodedEvents.get(frame);
+  if (!bytes) encodedEvents.set(frame, (bytes = encodeFrame(frame)));
+  return bytes;
+}
 
 /** One client's connection. Listen to 'request' and 'close'; answer with send(). */
 export class ClientConnection extends EventEmitter<ClientConnectionEvents> implements ClientConn {
   private closed = false;
   private corked = false;
+  /** While a streamed answer is being sent: the frames sent meanwhile, which must not fall
+   *  between its fragments, and their bytes. Null when nothing is being streamed. */
+  private held: { frames: Uint8Array[]; bytes: number } | null = null;
+  /** The streamed answers still to send, in order. */
+  private streams: Promise<void> = Promise.resolve();
   private readonly bucket: TokenBucket | null;
   /** Until authenticated(): the limits in force, the bytes read so far, the deadline. */
   private preAuth: { readonly limits: PreAuthLimits; received: number; readonly timer: NodeJS.Timeout; readonly onData: (chunk: Buffer) => void } | null = null;
@@ -129,7 +161,7 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> imple
     };
     const timer = setTimeout(() => {
       this.server.stats.preAuthCuts += 1;
-      this.server.log.info({ conn: this.id, remote: this.remoteAddress, deadlineMs: limits.deadlineMs }, 'client did not authenticate in time; closing');
+      this.server.refusals.helloTimeout.refuse(this.remoteAddress, { conn: this.id, deadlineMs: limits.deadlineMs });
       closeGracefully(this.ws, CLOSE_CODES.POLICY_VIOLATION, `HELLO_TIMEOUT: say hello with a valid token within ${limits.deadlineMs} ms`);
     }, limits.deadlineMs);
     timer.unref();
@@ -140,7 +172,7 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> imple
   private cutBeforeAuth(why: string): void {
     if (this.closed) return;
     this.server.stats.preAuthCuts += 1;
-    this.server.log.info({ conn: this.id, remote: this.remoteAddress, why }, 'cutting an unauthenticated client connection');
+    this.server.refusals.preAuthCut.refuse(this.remoteAddress, { conn: this.id, why });
     this.authenticated(); // stop counting; the socket is going
     this.ws.terminate();
   }
@@ -162,25 +194,93 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> imple
     if (!this.isOpen) return false;
     let bytes: Uint8Array;
     try {
-      bytes = encodeFrame(frame);
+      bytes = encodeServerFrame(frame);
     } catch (err) {
       this.server.log.error({ err, conn: this.id }, 'cannot encode a server frame');
       return false;
     }
+    const held = this.held;
+    if (held) {
+      held.frames.push(bytes);
+      held.bytes += bytes.length;
+      return this.withinBound(held.bytes);
+    }
     this.coalesce();
     this.ws.send(bytes, { binary: true });
-    if (this.ws.bufferedAmount > this.server.maxBufferedBytes) {
-      // A client that does not read would make the node hold its responses forever. A close
-      // frame would sit behind the unread data, so the socket is cut.
-      this.server.log.warn(
-        { conn: this.id, remote: this.remoteAddress, buffered: this.ws.bufferedAmount },
-        'client does not read its responses; disconnecting',
-      );
-      this.server.stats.slowConsumerDisconnects += 1;
+    return this.withinBound(0);
+  }
+
+  /**
+   * Send one response whose encoding may be large (a watch's first read: up to 1000 values
+   * of 64 KiB) without building it: it is encoded a piece at a time and sent as the
+   * fragments of one websocket message, each once the previous have (nearly) left, so the
+   * node holds about one piece of it. Frames sent meanwhile wait behind it (within
+   * maxBufferedBytes); a client that does not make room within STREAM_STALL_MS is cut.
+   */
+  sendStreamed(frame: ServerFrame): void {
+    // Started at once when nothing streams, so that what is sent after it waits behind it.
+    this.streams = this.held === null ? this.stream(frame) : this.streams.then(() => this.stream(frame));
+  }
+
+  private async stream(frame: ServerFrame): Promise<void> {
+    if (!this.isOpen) return;
+    this.held = { frames: [], bytes: 0 };
+    try {
+      const parts = encodeFrameParts(frame, STREAM_PIECE_BYTES);
+      let next = parts.next();
+      while (!next.done) {
+        const piece = next.value;
+        next = parts.next();
+        // A turn per piece: a client that keeps up takes each at once, and the answer
+        // must not be encoded in one turn either.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (!(await this.roomFor(STREAM_LOW_WATER_BYTES))) return;
+        this.ws.send(piece, { binary: true, fin: next.done === true });
+      }
+    } catch (err) {
+      this.server.log.error({ err, conn: this.id }, 'cannot encode a server frame');
       this.ws.terminate();
-      return false;
+    } finally {
+      const held = this.held;
+      this.held = null;
+      for (const bytes of held?.frames ?? []) if (this.isOpen) this.ws.send(bytes, { binary: true });
     }
-    return true;
+  }
+
+  /** Resolves true once less than `bytes` is queued for the client; false when it closed
+   *  or was cut for not making room within STREAM_STALL_MS. */
+  private roomFor(bytes: number): Promise<boolean> {
+    if (!this.isOpen) return Promise.resolve(false);
+    if (this.ws.bufferedAmount < bytes) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.socket.off('drain', onDrain);
+        this.ws.off('close', onClose);
+        if (!ok && this.isOpen) this.cutSlowConsumer();
+        resolve(ok && this.isOpen);
+      };
+      const onDrain = (): void => done(true);
+      const onClose = (): void => done(false);
+      const timer = setTimeout(() => done(false), STREAM_STALL_MS);
+      this.socket.on('drain', onDrain);
+      this.ws.on('close', onClose);
+    });
+  }
+
+  /** False (and the socket cut) when more than maxBufferedBytes would wait for the client. */
+  private withinBound(heldBytes: number): boolean {
+    if (this.ws.bufferedAmount + heldBytes <= this.server.maxBufferedBytes) return true;
+    // A client that does not read would make the node hold its responses forever. A close
+    // frame would sit behind the unread data, so the socket is cut.
+    this.cutSlowConsumer();
+    return false;
+  }
+
+  private cutSlowConsumer(): void {
+    this.server.refusals.slowConsumer.refuse(this.remoteAddress, { conn: this.id, buffered: this.ws.bufferedAmount });
+    this.server.stats.slowConsumerDisconnects += 1;
+    this.ws.terminate();
   }
 
   /** Frames sent during one turn of the event loop leave in one write: a connection that
@@ -215,17 +315,21 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> imple
     if (bytes.length > limit) {
       s.stats.oversizeFrames += 1;
       const id = peekRequestId(bytes);
-      s.log.info({ conn: this.id, remote: this.remoteAddress, bytes: bytes.length, limit, authenticated: !this.preAuth }, 'client frame too large');
+      s.refusals.oversize.refuse(this.remoteAddress, { conn: this.id, bytes: bytes.length, limit, authenticated: !this.preAuth });
       const before = this.preAuth ? ' before hello' : '';
       if (id !== undefined) this.sendError(id, 'FRAME_TOO_LARGE', `frame of ${bytes.length} bytes exceeds the limit of ${limit}${before}`);
       this.closeForBadFrame(CLOSE_CODES.FRAME_TOO_LARGE, 'FRAME_TOO_LARGE');
       return;
     }
-    if (this.bucket && !this.bucket.take()) {
-      // Every frame costs a token, valid or not: decoding and validating are work too.
+    // Every frame costs a token, valid or not: decoding and validating are work too. The
+    // address's bucket too: a client that reconnects gets a new connection's bucket, not a
+    // new address's.
+    const connectionOk = !this.bucket || this.bucket.take();
+    if (!connectionOk || !s.takeAddressToken(this.remoteAddress)) {
       s.stats.rateLimited += 1;
       const id = peekRequestId(bytes);
-      if (id !== undefined) this.sendError(id, 'RATE_LIMITED', `more than ${s.requestsPerSecond} requests per second on this connection; back off and retry`);
+      const where = connectionOk ? 'from this address (limits.requestsPerSecondPerAddress)' : `than ${s.requestsPerSecond} on this connection`;
+      if (id !== undefined) this.sendError(id, 'RATE_LIMITED', `more requests per second ${where}; back off and retry`);
       else this.closeForBadFrame(CLOSE_CODES.BAD_FRAME, 'BAD_FRAME: no usable request id');
       return;
     }
@@ -276,31 +380,54 @@ export class ClientConnection extends EventEmitter<ClientConnectionEvents> imple
   }
 
   private closeForBadFrame(code: number, reason: string): void {
-    this.server.log.info({ conn: this.id, remote: this.remoteAddress, code, reason }, 'closing client connection');
+    this.server.refusals.badFrame.refuse(this.remoteAddress, { conn: this.id, code, reason });
     closeGracefully(this.ws, code, reason);
   }
+}
+
+/** Refusals of what clients send, each kind logged at a bounded rate (refusal-log.ts). */
+interface ClientRefusals {
+  readonly helloTimeout: RefusalLog;
+  readonly preAuthCut: RefusalLog;
+  readonly oversize: RefusalLog;
+  readonly badFrame: RefusalLog;
+  readonly socketError: RefusalLog;
+  readonly slowConsumer: RefusalLog;
+  readonly tooMany: RefusalLog;
+}
+
+function clientRefusals(log: Logger): ClientRefusals {
+  const info = { level: 'info' } as const;
+  return {
+    helloTimeout: new RefusalLog(log, 'client did not authenticate in time; closing', 'client connections that did not authenticate in time', info),
+    preAuthCut: new RefusalLog(log, 'cutting an unauthenticated client connection', 'unauthenticated client connections cut', info),
+    oversize: new RefusalLog(log, 'client frame too large', 'client frames too large', info),
+    badFrame: new RefusalLog(log, 'closing client connection', 'client connections closed for bad frames', info),
+    socketError: new RefusalLog(log, 'client socket error', 'client socket errors', info),
+    slowConsumer: new RefusalLog(log, 'client does not read its responses; disconnecting', 'client connections cut for not reading their responses'),
+    tooMany: new RefusalLog(log, 'too many client connections from one address; refusing', 'client connections refused (too many from one address)'),
+  };
 }
 
 /** What a connection needs from its server. */
 interface ClientServerInternals {
   readonly log: Logger;
+  readonly refusals: ClientRefusals;
   readonly maxFrameBytes: number;
   readonly maxBufferedBytes: number;
   readonly requestsPerSecond: number;
   readonly requestBurst: number;
   readonly preAuth: PreAuthLimits | null;
   readonly stats: ClientServerStats;
+  /** Takes a token of `remote`'s address bucket; true when there is none. */
+  takeAddressToken(remote: string): boolean;
 }
-
-/** A refused address is logged at most this often, so a connection flood cannot flood the log. */
-const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 export class ClientServer implements ClientListener {
   private listener: WsListener | null = null;
   private readonly connections = new Map<number, { conn: ClientConnection; ws: WebSocket }>();
   /** Open connections per remote address. */
   private readonly perAddress = new Map<string, number>();
-  private readonly refusalLoggedAt = new Map<string, number>();
   private nextId = 1;
   private readonly internals: ClientServerInternals;
   private readonly maxConnectionsPerAddress: number;
@@ -308,8 +435,13 @@ export class ClientServer implements ClientListener {
 
   constructor(private options: ClientServerOptions) {
     const requestsPerSecond = options.requestsPerSecond ?? 0;
+    const log = options.logger.child({ component: 'client-server' });
+    const perAddress = options.requestsPerSecondPerAddress ?? 0;
+    const addressBuckets = perAddress > 0 ? new KeyedBuckets(perAddress, options.requestBurstPerAddress ?? perAddress, () => performance.now()) : null;
     this.internals = {
-      log: options.logger.child({ component: 'client-server' }),
+      takeAddressToken: (remote) => addressBuckets === null || addressBuckets.take(addressKey(remote)),
+      log,
+      refusals: clientRefusals(log),
       maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
       maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
       requestsPerSecond,
@@ -345,6 +477,7 @@ export class ClientServer implements ClientListener {
         // never upgrade); the slack lets an upgrade over the websocket cap be told 1013.
         maxSocketsPerAddress: this.maxConnectionsPerAddress + SOCKET_SLACK_PER_ADDRESS,
         coolOff: this.coolOff,
+        browsers: this.options.browsers ?? browserPolicy({ ownHost: this.options.host }),
       },
       (ws, req) => this.accept(ws, req.socket),
     );
@@ -387,6 +520,7 @@ export class ClientServer implements ClientListener {
     );
     await Promise.all(closing);
     await listener.close();
+    for (const r of Object.values(this.internals.refusals)) r.close();
   }
 
   private accept(ws: WebSocket, socket: Duplex & { readonly remoteAddress?: string | undefined }): void {
@@ -405,7 +539,7 @@ export class ClientServer implements ClientListener {
     this.connections.set(conn.id, { conn, ws });
     this.internals.stats.connections += 1;
     ws.on('message', guarded(ws, this.internals.log, 'client connection', (data: RawData, isBinary: boolean) => conn.handleMessage(data, isBinary)));
-    ws.on('error', (err) => this.internals.log.info({ conn: conn.id, remote, err: err.message }, 'client socket error'));
+    ws.on('error', (err) => this.internals.refusals.socketError.refuse(remote, { conn: conn.id, err: err.message }));
     ws.on('close', (code, reason) => {
       this.connections.delete(conn.id);
       this.releaseAddress(remote);
@@ -417,6 +551,12 @@ export class ClientServer implements ClientListener {
       this.internals.log.error({ err, conn: conn.id }, 'onConnection handler threw; closing the connection');
       closeGracefully(ws, 1011, 'internal error');
     }
+  }
+
+  /** Takes one token of `remote`'s address bucket (the HTTP API's requests count with the
+   *  address's websocket frames); false when it is empty. */
+  takeAddressToken(remote: string): boolean {
+    return this.internals.takeAddressToken(remote);
   }
 
   /** New connections from `remote` are destroyed on arrival for the next `ms` (the HTTP
@@ -453,15 +593,7 @@ export class ClientServer implements ClientListener {
 
   private refuseConnection(ws: WebSocket, remote: string): void {
     this.internals.stats.refusedConnections += 1;
-    const now = Date.now();
-    if ((this.refusalLoggedAt.get(remote) ?? -Infinity) + REFUSAL_LOG_INTERVAL_MS <= now) {
-      if (this.refusalLoggedAt.size > 10_000) this.refusalLoggedAt.clear();
-      this.refusalLoggedAt.set(remote, now);
-      this.internals.log.warn(
-        { remote, limit: this.maxConnectionsPerAddress, refusedSoFar: this.internals.stats.refusedConnections },
-        'too many client connections from one address; refusing',
-      );
-    }
+    this.internals.refusals.tooMany.refuse(remote, { limit: this.maxConnectionsPerAddress, refusedSoFar: this.internals.stats.refusedConnections });
     ws.on('error', () => {}); // the client may vanish before the close handshake ends
     closeGracefully(ws, CLOSE_CODES.TRY_AGAIN_LATER, `TOO_MANY_CONNECTIONS: at most ${this.maxConnectionsPerAddress} from one address`);
   }

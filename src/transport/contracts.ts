@@ -44,6 +44,9 @@ export interface ClientConn {
   readonly isOpen: boolean;
   /** False when the connection is gone (or was cut for not reading). */
   send(frame: ServerFrame): boolean;
+  /** Send an answer whose encoding may be large (a watch's first read) without building it
+   *  whole; frames sent after it wait behind it. */
+  sendStreamed(frame: ServerFrame): void;
   /** The pre-authentication limits no longer apply (the gate knows who this is). */
   authenticated(): void;
   /** Close the connection with a code and reason the client reads (its token was revoked). */

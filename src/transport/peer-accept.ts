@@ -10,7 +10,6 @@
 //   - At most `maxHandshakeBytes` read from the socket before it is authenticated, counted on
 //     the stream, so a hostile sender cannot make ws buffer a large frame first; a frame
 //     longer than that is refused without being decoded.
-import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
@@ -19,6 +18,7 @@ import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { PEER_PROTOCOL_VERSION, acceptorMac, dialerMac, macsEqual, newNonce, parseAuth } from './peer-handshake.js';
 import type { PeerSecrets } from './peer-secrets.js';
 import { closeWithin, guarded, rawBytes } from './ws-util.js';
+import { RefusalLog } from './refusal-log.js';
 
 export interface AcceptorOptions {
   readonly clusterId: string;
@@ -42,15 +42,20 @@ export interface AcceptorOptions {
   readonly onAuthenticated: (peer: NodeId, ws: WebSocket, nonces: { readonly acceptor: Uint8Array; readonly dialer: Uint8Array }, secret: string) => void;
 }
 
-/** How often overflows are logged at most. */
-const OVERFLOW_LOG_INTERVAL_MS = 10_000;
-
 export class PeerAcceptor {
   private readonly pending = new Set<WebSocket>();
   private readonly perAddress = new Map<string, number>();
-  private overflowLoggedAt = -Infinity;
+  /** Every refusal of an inbound socket, whoever sent it: rate-limited (refusal-log.ts). */
+  private readonly refusals: RefusalLog;
 
-  constructor(private readonly o: AcceptorOptions) {}
+  constructor(private readonly o: AcceptorOptions) {
+    this.refusals = new RefusalLog(o.log, 'refused inbound peer link', 'refused peer handshakes');
+  }
+
+  /** Write what the refusal log has counted (the node is stopping). */
+  close(): void {
+    this.refusals.close();
+  }
 
   /** Sockets still in the handshake (to close them when the node stops). */
   pendingSockets(): WebSocket[] {
@@ -64,11 +69,7 @@ export class PeerAcceptor {
     if (this.pending.size >= o.maxPendingHandshakes || fromAddress >= o.maxPendingPerAddress) {
       // Unauthenticated sockets cost memory and timers: a flood of them is cut, not queued.
       o.stats.handshakeOverflows += 1;
-      const now = performance.now();
-      if (now - this.overflowLoggedAt > OVERFLOW_LOG_INTERVAL_MS) {
-        this.overflowLoggedAt = now;
-        o.log.warn({ remote, pending: this.pending.size, fromAddress, overflows: o.stats.handshakeOverflows }, 'too many peer handshakes at once; cutting new ones');
-      }
+      this.refusals.refuse(remote, { reason: 'too many peer handshakes at once; cut on arrival', pending: this.pending.size, fromAddress }, 'too many handshakes');
       ws.terminate();
       return;
     }
@@ -84,7 +85,7 @@ export class PeerAcceptor {
       received += chunk.length;
       if (received > o.maxHandshakeBytes) {
         o.stats.handshakeFailures += 1;
-        o.log.warn({ remote, received }, 'peer handshake sent too many bytes; cut');
+        this.refusals.refuse(remote, { reason: 'the handshake sent too many bytes; cut', received }, 'too many bytes');
         ws.terminate();
       }
     };
@@ -93,7 +94,7 @@ export class PeerAcceptor {
     // The deadline stands even after a refusal: whatever happens, the socket is gone by then.
     const timer = setTimeout(() => {
       if (!refused) {
-        o.log.warn({ remote, peer: claimed }, 'inbound peer handshake timed out');
+        this.refusals.refuse(remote, { reason: 'the handshake timed out', peer: claimed }, 'timed out');
         o.stats.handshakeFailures += 1;
       }
       ws.terminate();
@@ -113,38 +114,48 @@ export class PeerAcceptor {
       else this.perAddress.delete(remote);
     };
 
-    const refuse = (reason: string): void => {
+    /** `reason` is what the dialler is told; `kind` names it in the refusal log's summaries
+     *  (a fixed word, never input); `detail` is what only the log says. */
+    const refuse = (reason: string, kind: string, detail?: string): void => {
       if (refused) return; // frames that were already in flight
       refused = true;
       o.stats.handshakeFailures += 1;
-      o.log.warn({ remote, peer: claimed, reason }, 'refused inbound peer link');
+      // The log says the whole reason; the dialler was told `reason` only.
+      const logged = detail ?? reason;
+      this.refusals.refuse(remote, { peer: claimed, reason: logged, ...(detail !== undefined ? { told: reason } : {}) }, kind);
       closeWithin(ws, o.refusedCode, reason, o.refusalGraceMs);
     };
 
     const onMessage = guarded(ws, o.log, 'peer handshake', (data: RawData, isBinary: boolean) => {
       if (refused || done) return;
       const bytes = rawBytes(data);
-      if (!isBinary) return refuse('handshake frames are binary');
-      if (bytes.length > o.maxHandshakeBytes) return refuse('handshake frame too large');
+      if (!isBinary) return refuse('handshake frames are binary', 'not binary');
+      if (bytes.length > o.maxHandshakeBytes) return refuse('handshake frame too large', 'frame too large');
       let frame: unknown;
       try {
         frame = decodeFrame(bytes);
       } catch {
-        return refuse('no valid auth frame');
+        return refuse('no valid auth frame', 'no auth frame');
       }
       const auth = parseAuth(frame);
-      if (!auth) return refuse('no valid auth frame');
+      if (!auth) return refuse('no valid auth frame', 'no auth frame');
       claimed = auth.from.slice(0, 64);
       const { selfId, clusterId } = o;
       // Reasons quote at most 64 characters of what was sent (closeWithin bounds the rest).
-      if (auth.v !== PEER_PROTOCOL_VERSION) return refuse(`peer protocol ${auth.v}, expected ${PEER_PROTOCOL_VERSION}`);
-      if (auth.clusterId !== clusterId) return refuse(`wrong cluster id "${auth.clusterId.slice(0, 64)}"`);
-      if (auth.to !== selfId) return refuse(`wrong target id "${auth.to.slice(0, 64)}" (this is ${selfId})`);
-      if (!o.expects(auth.from)) return refuse(`unknown node id "${claimed}"`);
-      if (auth.from > selfId) return refuse(`${auth.from} should not dial ${selfId}: the lower id dials`);
-      // Any of our secrets (a rotation); we answer with the one the dialer proved.
-      const secret = o.secrets().find((s) => macsEqual(dialerMac(s, nonce, clusterId, auth.from, selfId), auth.mac));
-      if (secret === undefined) return refuse('wrong secret');
+      if (auth.v !== PEER_PROTOCOL_VERSION) return refuse(`peer protocol ${auth.v}, expected ${PEER_PROTOCOL_VERSION}`, 'peer protocol');
+      // The MAC first, over the ids the dialler claims: until it has proven a secret it is
+      // told nothing about this node (not its id, not which ids are members), only that the
+      // handshake failed; the log says which field was wrong. Any of our secrets (a rotation);
+      // we answer with the one the dialer proved.
+      const secret = o.secrets().find((s) => macsEqual(dialerMac(s, nonce, auth.clusterId, auth.from, auth.to), auth.mac));
+      if (secret === undefined) {
+        const why = auth.clusterId !== clusterId ? 'wrong cluster id' : auth.to !== selfId ? 'wrong target id' : !o.expects(auth.from) ? 'unknown node id' : 'wrong secret';
+        return refuse('the handshake did not prove the cluster secret', why, why);
+      }
+      if (auth.clusterId !== clusterId) return refuse(`wrong cluster id "${auth.clusterId.slice(0, 64)}"`, 'wrong cluster id');
+      if (auth.to !== selfId) return refuse(`wrong target id "${auth.to.slice(0, 64)}" (this is ${selfId})`, 'wrong target id');
+      if (!o.expects(auth.from)) return refuse(`unknown node id "${claimed}"`, 'unknown node id');
+      if (auth.from > selfId) return refuse(`${auth.from} should not dial ${selfId}: the lower id dials`, 'wrong direction');
       ws.send(encodeFrame({ k: 'welcome', mac: acceptorMac(secret, auth.nonce, clusterId, selfId, auth.from) }));
       release();
       o.onAuthenticated(auth.from, ws, { acceptor: nonce, dialer: auth.nonce }, secret);
@@ -156,3 +167,4 @@ export class PeerAcceptor {
     ws.send(encodeFrame({ k: 'hello', v: PEER_PROTOCOL_VERSION, nonce }));
   }
 }
+

@@ -18,6 +18,7 @@ import { openLink, receiveFrame, sendApp, sendRaft, type Link, type LinkContext 
 import type { PeerNetwork } from './contracts.js';
 import { CLOSE, newPeerStats, resolvePeerOptions, type PeerTransportOptions, type PeerTransportStats, type ResolvedPeerOptions } from './peer-options.js';
 import { listenWs, sameTlsMaterial, type TlsMaterial, type WsListener } from './tls.js';
+import { PEER_PORT_POLICY } from './browser-guard.js';
 import { closeWithin, guarded } from './ws-util.js';
 
 export type { PeerTransportOptions, PeerTransportStats } from './peer-options.js';
@@ -144,6 +145,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> implements 
         logger: this.log,
         what: 'peer',
         maxSocketsPerAddress: this.opts.maxPendingPerAddress + LINKS_PER_ADDRESS,
+        browsers: PEER_PORT_POLICY,
       },
       (ws, req) => {
         if (this.running) this.acceptor.admit(ws, req.socket, req.socket.remoteAddress ?? 'unknown');
@@ -181,6 +183,7 @@ export class PeerTransport extends EventEmitter<PeerTransportEvents> implements 
     this.links.clear();
     for (const peer of ups) this.emitSafely('peerDown', peer);
     await closeAll(sockets, CLOSE.STOPPING, 'node stopping');
+    this.acceptor.close();
     const server = this.server;
     this.server = null;
     await server?.close();

@@ -1,7 +1,7 @@
 // TLS for both ports: certificate material read from files, and ws listeners over plain
 // HTTP or HTTPS. A URL with wss:// means TLS on; the transport modules take a TlsMaterial
 // (or none) and never read files themselves, so a missing file is one start-up error here.
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
@@ -9,6 +9,8 @@ import type { Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import type { AddressCoolOff } from './address-cooloff.js';
 import type { Logger } from 'pino';
+import { browserRefusal, type BrowserPolicy } from './browser-guard.js';
+import { RefusalLog } from './refusal-log.js';
 import { WebSocketServer, type ClientOptions, type WebSocket } from 'ws';
 
 /** The files of one port's TLS, as configured. */
@@ -60,18 +62,12 @@ export function sameTlsMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
   return same(a.cert, b.cert) && same(a.key, b.key) && same(a.ca, b.ca) && a.requireClientCert === b.requireClientCert;
 }
 
-/** The certificates of a PEM bundle (a CA file may hold several: the old CA and the new one,
- *  while a CA is replaced). */
-function pemCertificates(pem: Buffer): X509Certificate[] {
-  const blocks = pem.toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  return blocks.map((b) => new X509Certificate(b));
-}
-
 /**
- * Why `m` would not work, or null: a key that is not the certificate's, a certificate outside
- * its validity at `now`, or, with `issuedByCa`, one that no certificate of `ca` signed (the
- * peers, which trust that CA, would refuse it). A reload checks the new files with this before
- * it replaces anything, so a renewal gone wrong leaves the node on the certificates it had.
+ * Why `m` would not work, or null: a certificate, key and CA that cannot make a TLS context,
+ * or what checkOwnCertificate refuses (outside its validity at `now`, not the key's, or, with
+ * `issuedByCa`, not signed by a CA of the `ca` file, which the peers trust). A reload checks
+ * the new files with this before it replaces anything, so a renewal gone wrong leaves the node
+ * on the certificates it had.
  */
 export function tlsMaterialProblem(m: TlsMaterial, opts: { issuedByCa: boolean; now?: Date }): string | null {
   try {
@@ -79,20 +75,49 @@ export function tlsMaterialProblem(m: TlsMaterial, opts: { issuedByCa: boolean; 
   } catch (err) {
     return `the certificate, key or CA cannot be used together (${(err as Error).message})`;
   }
-  let leaf: X509Certificate;
   try {
-    leaf = new X509Certificate(m.cert);
+    checkOwnCertificate(m, 'the certificate', { signedByCa: opts.issuedByCa, ...(opts.now ? { nowMs: opts.now.getTime() } : {}) });
+    return null;
   } catch (err) {
-    return `the certificate cannot be read (${(err as Error).message})`;
+    return (err as Error).message;
   }
-  const now = opts.now ?? new Date();
-  if (new Date(leaf.validTo) < now) return `the certificate expired on ${leaf.validTo}`;
-  if (new Date(leaf.validFrom) > now) return `the certificate is not valid before ${leaf.validFrom}`;
-  if (opts.issuedByCa && m.ca) {
-    const cas = pemCertificates(m.ca);
-    if (!cas.some((ca) => leaf.checkIssued(ca) && leaf.verify(ca.publicKey))) return `the certificate (issued by ${leaf.issuer.replace(/\n/g, ', ')}) is not signed by a CA of the ca file, which the other nodes trust`;
+}
+
+/**
+ * Refuses (TlsFileError) a certificate of this node's own that its peers or clients would
+ * refuse: not yet valid, expired, not made for its key, or (`signedByCa`: the peer port,
+ * where the other nodes check it against the same `ca`) not issued by `ca`. A node that
+ * started with one said nothing; only the other side logged why it refused the link.
+ */
+export function checkOwnCertificate(m: TlsMaterial, field: string, o: { signedByCa: boolean; nowMs?: number }): void {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(m.cert);
+  } catch (err) {
+    throw new TlsFileError(`${field}.cert`, `is not a PEM certificate (${(err as Error).message})`);
   }
-  return null;
+  const now = o.nowMs ?? Date.now();
+  const from = Date.parse(cert.validFrom);
+  const to = Date.parse(cert.validTo);
+  if (now < from) throw new TlsFileError(`${field}.cert`, `is not valid yet: valid from ${cert.validFrom} (this machine's clock says ${new Date(now).toISOString()})`);
+  if (now > to) throw new TlsFileError(`${field}.cert`, `expired on ${cert.validTo}: renew it (peers and clients refuse it)`);
+  let keyMatches: boolean;
+  try {
+    keyMatches = cert.checkPrivateKey(createPrivateKey(m.key));
+  } catch (err) {
+    throw new TlsFileError(`${field}.key`, `is not a PEM private key (${(err as Error).message})`);
+  }
+  if (!keyMatches) throw new TlsFileError(`${field}.key`, 'is not the key of the certificate in cert');
+  if (!o.signedByCa || m.ca === undefined) return;
+  const cas = splitPem(m.ca).map((pem) => new X509Certificate(pem));
+  if (!cas.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey))) {
+    throw new TlsFileError(`${field}.cert`, `is not signed by the CA in ${field}.ca (issuer ${cert.issuer.replace(/\n/g, ', ')}): the other nodes would refuse it`);
+  }
+}
+
+/** The certificates of a PEM bundle, each as its own PEM text. */
+function splitPem(pem: Buffer): string[] {
+  return pem.toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
 
 /** ws client options that make a dialer trust `ca` and present its own certificate. */
@@ -123,6 +148,9 @@ export interface WsListenOptions {
   readonly maxSocketsPerAddress?: number;
   /** Addresses whose new connections are destroyed as they arrive, for a while. */
   readonly coolOff?: AddressCoolOff;
+  /** What web browsers may do on this port (browser-guard.ts): requests and websocket
+   *  upgrades it refuses are answered 403/421 before anything else reads them. */
+  readonly browsers: BrowserPolicy;
 }
 
 /** A connection must have sent its whole HTTP request (the websocket upgrade) within these;
@@ -203,9 +231,6 @@ export interface WsListener {
   close(): Promise<void>;
 }
 
-/** How often a failed TLS handshake from one address is logged at most. */
-const TLS_REFUSAL_LOG_INTERVAL_MS = 10_000;
-
 export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSocket, req: IncomingMessage) => void): Promise<WsListener> {
   const server: HttpServer = opts.tls
     ? createHttpsServer({
@@ -223,9 +248,35 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
   const coolOff = opts.coolOff;
   if (coolOff) server.on('connection', (socket: Socket) => void (coolOff.isCoolingOff(socket.remoteAddress ?? 'unknown') && socket.destroy()));
   stacklessAborts(server);
-  const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false, clientTracking: false });
+  const browserRefusals = new RefusalLog(opts.logger, `refused a browser's request on the ${opts.what} port`, `browser requests refused on the ${opts.what} port`);
+  const tlsRefusals = new RefusalLog(opts.logger, `refused a TLS connection on the ${opts.what} port`, `TLS connections refused on the ${opts.what} port`);
+  const refusedByBrowserPolicy = (req: IncomingMessage): { status: number; message: string } | null => {
+    const r = browserRefusal(req, opts.browsers);
+    if (r) browserRefusals.refuse(req.socket.remoteAddress ?? 'unknown', { why: r.message, upgrade: req.headers.upgrade !== undefined }, r.kind);
+    return r;
+  };
+  const wss = new WebSocketServer({
+    server,
+    maxPayload: opts.maxPayload,
+    perMessageDeflate: false,
+    clientTracking: false,
+    // A websocket from a web page (it has an Origin) or for another host is refused before
+    // the upgrade: the page gets no socket to send a frame on.
+    verifyClient: (info: { req: IncomingMessage }, done: (ok: boolean, status?: number, message?: string) => void) => {
+      const r = refusedByBrowserPolicy(info.req);
+      if (r) done(false, r.status, r.message);
+      else done(true);
+    },
+  });
   // Without an HTTP handler only WebSocket upgrades are served; a plain request is told so.
   server.on('request', (req, res) => {
+    const refused = refusedByBrowserPolicy(req);
+    if (refused) {
+      const body = JSON.stringify({ error: { code: 'PERMISSION_DENIED', message: refused.message } });
+      res.writeHead(refused.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', connection: 'close' });
+      res.end(body);
+      return;
+    }
     if (!opts.onHttpRequest) {
       res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
       res.end('this port speaks WebSocket only\n');
@@ -249,17 +300,11 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
     }
   });
   wss.on('error', (err) => opts.logger.error({ err }, `${opts.what} listener failed`));
-  const lastLogged = new Map<string, number>();
   server.on('tlsClientError', (err: Error, socket: Socket) => {
     // A client without an acceptable certificate, or one speaking plain ws to a wss port.
-    const remote = socket.remoteAddress ?? 'unknown';
     // (A certificate from an unknown CA shows up here as a bare "socket hang up", just like a
     // client that gave up mid-handshake: the two cannot be told apart, so both are logged.)
-    const now = Date.now();
-    if ((lastLogged.get(remote) ?? -Infinity) + TLS_REFUSAL_LOG_INTERVAL_MS > now) return;
-    if (lastLogged.size > 10_000) lastLogged.clear();
-    lastLogged.set(remote, now);
-    opts.logger.warn({ remote, reason: err.message }, `refused a TLS connection on the ${opts.what} port`);
+    tlsRefusals.refuse(socket.remoteAddress ?? 'unknown', { reason: err.message });
   });
   server.on('clientError', (_err: Error, socket: Socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
@@ -284,6 +329,8 @@ export async function listenWs(opts: WsListenOptions, onConnection: (ws: WebSock
       return { host: a.address, port: a.port };
     },
     async close() {
+      browserRefusals.close();
+      tlsRefusals.close();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

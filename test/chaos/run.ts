@@ -124,7 +124,10 @@ function snapshotBuild(resultsDir: string): string {
     if (!isAlive(Number(entry))) rmSync(join(builds, entry), { recursive: true, force: true });
   }
   const copy = join(builds, `${process.pid}`);
-  cpSync(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true });
+  // dist/ reads these from one folder up (the package's layout): version, config schema, pages.
+  for (const part of ['dist', 'web', 'package.json', 'config.schema.json']) {
+    cpSync(join(ROOT, part), join(copy, part), { recursive: true });
+  }
   process.on('exit', () => rmSync(copy, { recursive: true, force: true }));
   return join(copy, 'dist', 'cli', 'main.js');
 }

@@ -16,7 +16,8 @@ const HEADER = 'palisade-cluster-id';
  *  ends, so the request is cut once the headers arrive. */
 function headersOf(url: string, method = 'GET', body?: string): Promise<{ status: number; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method, agent: false }, (res) => {
+    const headers = body === undefined ? {} : { 'content-type': 'application/json' };
+    const req = request(url, { method, agent: false, headers }, (res) => {
       resolve({ status: res.statusCode ?? 0, headers: res.headers });
       req.destroy();
     });
@@ -66,7 +67,7 @@ describe('HTTP API: the Palisade-Cluster-Id header', { timeout: 60_000 }, () => 
         const heads = text.split('HTTP/1.1 ').slice(1);
         resolve(heads.map((h) => ({ status: Number(h.slice(0, 3)), id: /\r\npalisade-cluster-id: ([^\r]*)\r\n/i.exec(h)?.[1] })));
       });
-      const get = 'GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n';
+      const get = `GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`;
       sock.write(get + get + get);
     });
     assert.ok(statuses.some((s) => s.status === 429), JSON.stringify(statuses));

@@ -123,7 +123,7 @@ describe('HTTP API: sessions and locks', { timeout: 120_000 }, () => {
     const s = await open(follower);
     await call(leader, 'POST', '/v1/lock/acquire', { session: holder, seq: 1, name: 'poll/abort' });
     const ac = new AbortController();
-    const req = fetch(`${follower}/v1/lock/acquire`, { method: 'POST', body: JSON.stringify({ session: s, seq: 1, name: 'poll/abort', waitMs: 30_000 }), signal: ac.signal });
+    const req = fetch(`${follower}/v1/lock/acquire`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ session: s, seq: 1, name: 'poll/abort', waitMs: 30_000 }), signal: ac.signal });
     await untilWaiting(leader, 'poll/abort', s);
     ac.abort();
     await req.catch(() => undefined);
@@ -146,6 +146,12 @@ describe('HTTP API: sessions and locks', { timeout: 120_000 }, () => {
     assert.equal(invalid.status, 400);
     assert.equal(invalid.body.error.code, 'INVALID_ARGUMENT');
     assert.match(invalid.body.error.message, /acquire\.mode/, 'the websocket validator\'s message');
+    // A body not said to be JSON (what a cross-site form or a no-cors fetch can send) is 415.
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+      const form = await fetch(`${follower}/v1/session/open`, { method: 'POST', headers: { 'content-type': type }, body: '{"ttlMs":5000}' });
+      assert.equal(form.status, 415, type);
+      assert.equal(((await form.json()) as { error: { code: string } }).error.code, 'BAD_FRAME');
+    }
     const unknown = await call(follower, 'GET', '/v1/nope');
     assert.equal(unknown.status, 404);
     const wrong = await call(follower, 'GET', '/v1/lock/acquire');

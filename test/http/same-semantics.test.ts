@@ -41,8 +41,9 @@ function fromJson(x: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(x)) {
     if ((k === 'token' || k === 'currentToken') && typeof v === 'string') out[k] = Number(v);
-    else if (k === 'valueBase64' && typeof v === 'string') out.value = new Uint8Array(Buffer.from(v, 'base64'));
-    else if (k === 'value' && 'valueBase64' in x) continue;
+    // Bytes come once, as value + encoding (utf8 or base64).
+    else if (k === 'value' && typeof v === 'string' && 'encoding' in x) out.value = new Uint8Array(Buffer.from(v, (x as { encoding: 'utf8' | 'base64' }).encoding));
+    else if (k === 'encoding' && 'value' in x) continue;
     else out[k] = fromJson(v);
   }
   return out;

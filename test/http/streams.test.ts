@@ -85,7 +85,8 @@ describe('HTTP API: watch and observe as Server-Sent Events', { timeout: 120_000
     assert.equal(watch.status, 200);
     const snap = await watch.next();
     assert.equal(snap.event, 'snapshot');
-    assert.deepEqual(snap.data.entries.map((e: { key: string; value: string }) => [e.key, e.value]), [['cfg/a', 'one']]);
+    assert.deepEqual(snap.data.entries, [{ key: 'cfg/a', value: 'one', encoding: 'utf8', revision: snap.data.entries[0].revision }]);
+    assert.equal(snap.data.more, false, 'one page holds it all');
     const osnap = await observe.next();
     assert.equal(osnap.event, 'snapshot');
     assert.equal(osnap.data.leader, null);
@@ -96,6 +97,8 @@ describe('HTTP API: watch and observe as Server-Sent Events', { timeout: 120_000
     assert.equal(b.event, 'kvChanged');
     assert.equal(b.data.key, 'cfg/b');
     assert.equal(b.data.value, 'two');
+    assert.equal(b.data.encoding, 'utf8');
+    assert.equal(b.data.valueBase64, undefined, 'a value is sent once');
     assert.equal(b.id, String(b.data.revision));
     const lead = (await call(f2!, 'POST', '/v1/election/campaign', { session: s, seq: 4, election: 'cfg-owner', value: 'n2' })).body;
     const changed = await observe.next();
@@ -111,7 +114,7 @@ describe('HTTP API: watch and observe as Server-Sent Events', { timeout: 120_000
     const gone = await watch.next();
     assert.equal(gone.event, 'kvChanged');
     assert.equal(gone.data.key, 'cfg/a');
-    assert.equal(gone.data.valueBase64, undefined, 'a deletion carries no value');
+    assert.deepEqual(Object.keys(gone.data).sort(), ['key', 'revision'], 'a deletion carries no value and no encoding');
     watch.close();
     observe.close();
 

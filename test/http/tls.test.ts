@@ -9,7 +9,8 @@ import { makePki, type TestPki } from '../security/certs.js';
 
 function httpsCall(url: string, ca: Buffer | undefined, method = 'GET', body?: string): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(url, { method, ...(ca ? { ca } : {}) }, (res) => {
+    const headers = body !== undefined ? { 'content-type': 'application/json' } : {};
+    const req = httpsRequest(url, { method, headers, ...(ca ? { ca } : {}) }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { BACKUP_FORMAT_VERSION, BackupFormatError, decodeBackup, encodeBackup } from '../../src/backup/format.js';
+import { BACKUP_FORMAT_VERSION, BackupFormatError, backupKey, decodeBackup, encodeBackup } from '../../src/backup/format.js';
 import type { BackupSummary } from '../../src/backup/summary.js';
 import { LockClient } from '../../src/client/index.js';
 import { permissionProblem } from '../../src/server/api/auth.js';
@@ -17,37 +17,48 @@ const run = promisify(execFile);
 describe('the backup file', () => {
   const header = { clusterId: 'c', index: 42, term: 3, createdAt: '2026-01-01T00:00:00.000Z', node: 'n1', machineFormat: 'palisade.lockfsm', machineVersion: 1 };
   const body = new Uint8Array(Array.from({ length: 300 }, (_, i) => i % 251));
-  const file = encodeBackup(header, body);
+  const key = backupKey('the-cluster-secret-0123456789');
+  const file = encodeBackup(header, body, key);
+  const decode = (f: Uint8Array) => decodeBackup(f, [key]);
 
   test('reads back what was written', () => {
-    const b = decodeBackup(file);
+    const b = decode(file);
     assert.deepEqual(b.header, { ...header, bodyBytes: body.length });
     assert.deepEqual(b.body, body);
+    assert.equal(b.verified, true);
+  });
+
+  test('the MAC is checked against every candidate key: a file of another secret is refused, one of a rotated secret accepted', () => {
+    const other = backupKey('another-secret-0123456789abcdef');
+    assert.throws(() => decodeBackup(file, [other]), /HMAC does not match/);
+    assert.equal(decodeBackup(file, [other, key]).verified, true, 'the second candidate matches');
+    assert.throws(() => decodeBackup(file, []), /no key/);
+    assert.equal(decodeBackup(file, null).verified, false, 'without keys only the structure is checked');
   });
 
   test('refuses a truncated file at every length', () => {
     for (let len = 0; len < file.length; len += 7) {
-      assert.throws(() => decodeBackup(file.subarray(0, len)), BackupFormatError, `cut at ${len}`);
+      assert.throws(() => decode(file.subarray(0, len)), BackupFormatError, `cut at ${len}`);
     }
-    assert.throws(() => decodeBackup(file.subarray(0, file.length - 1)), /truncated/);
+    assert.throws(() => decode(file.subarray(0, file.length - 1)), /truncated/);
   });
 
-  test('refuses a flipped byte anywhere, and names the checksum for the body', () => {
+  test('refuses a flipped byte anywhere, and names the HMAC for the body', () => {
     for (let i = 0; i < file.length; i += 5) {
       const bad = Buffer.from(file);
       bad[i]! ^= 0x01;
-      assert.throws(() => decodeBackup(bad), BackupFormatError, `flip at ${i}`);
+      assert.throws(() => decode(bad), BackupFormatError, `flip at ${i}`);
     }
     const bad = Buffer.from(file);
     bad[file.length - 100]! ^= 0xff;
-    assert.throws(() => decodeBackup(bad), /checksum/);
+    assert.throws(() => decode(bad), /HMAC/);
   });
 
   test('refuses a foreign file and a newer format, naming both versions', () => {
-    assert.throws(() => decodeBackup(Buffer.from('{"hello":1}')), /not a Palisade backup/);
+    assert.throws(() => decode(Buffer.from('{"hello":1}')), /not a Palisade backup/);
     const newer = Buffer.from(file);
     newer.writeUInt32BE(BACKUP_FORMAT_VERSION + 1, 16);
-    assert.throws(() => decodeBackup(newer), new RegExp(`version ${BACKUP_FORMAT_VERSION + 1}; this build reads version ${BACKUP_FORMAT_VERSION}`));
+    assert.throws(() => decode(newer), new RegExp(`version ${BACKUP_FORMAT_VERSION + 1}; this build reads version ${BACKUP_FORMAT_VERSION}`));
   });
 });
 

@@ -4,38 +4,26 @@
 // Needs Debian's `chromium` (/usr/bin/chromium, or PALISADE_CHROMIUM); .ci/run installs it.
 // Without it this test FAILS, on purpose: a status page nobody loads is not tested.
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { LockClient } from '../../src/client/index.js';
+import { launchChromium, type Browser } from '../support/chromium.js';
 import { ROOT, TestCluster } from '../support/cluster.js';
 
-const CHROMIUM = process.env.PALISADE_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const RESULTS = join(ROOT, 'test-results');
 const DOCS_SCREENSHOT = join(ROOT, 'docs/status-page.png');
 
 let cluster: TestCluster | null = null;
+let browser: Browser | null = null;
 let context: BrowserContext | null = null;
 const clients: LockClient[] = [];
-let profile: string | null = null;
 
 after(async () => {
-  await context?.close().catch(() => {});
+  await browser?.close();
   await Promise.all(clients.map((c) => Promise.race([c.close().catch(() => {}), new Promise((r) => setTimeout(r, 2_000))])));
   await cluster?.stop();
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 /** Into test-results/, and into docs/ with UPDATE_SCREENSHOT (a test run leaves the tree clean). */
@@ -47,20 +35,9 @@ async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 async function openBrowser(): Promise<Page> {
-  assert.ok(
-    existsSync(CHROMIUM),
-    `chromium is not installed at ${CHROMIUM}: the status page test needs it. Install it with ` +
-      '`apt-get update && apt-get install -y chromium` (.ci/run does this), or point PALISADE_CHROMIUM at a Chromium binary.',
-  );
-  profile = mkdtempSync(join(tmpdir(), 'palisade-chromium-'));
-  // launchPersistentContext is how Playwright takes a --user-data-dir: a fresh profile each run.
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    viewport: { width: 1360, height: 900 },
-  });
-  return context.pages()[0] ?? (await context.newPage());
+  browser = await launchChromium();
+  context = browser.context;
+  return browser.page;
 }
 
 test('status page: a lock appears with its token; after SIGKILL of the leader the new leader shows', { timeout: 90_000 }, async (t) => {

@@ -54,7 +54,7 @@ const chunk = Buffer.alloc(64 * 1024, 0x20);
 /** Headers of `head` with a 1 GB body, then body bytes as fast as the node takes them. */
 function hugeBody(head: string): (s: Socket) => void {
   return (s) => {
-    s.write(`${head} HTTP/1.1\r\nHost: node\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n`);
+    s.write(`${head} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n`);
     const pump = (): void => {
       while (!s.destroyed && Date.now() < deadline && s.write(chunk)) sent.bodyBytes += chunk.length;
       if (Date.now() >= deadline) s.destroy();
@@ -77,12 +77,12 @@ function slowLoris(s: Socket): void {
 }
 
 function get(path: string): string {
-  return `GET ${path} HTTP/1.1\r\nHost: node\r\n${auth}\r\n`;
+  return `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}\r\n`;
 }
 
 function post(path: string, body: unknown): string {
   const text = JSON.stringify(body);
-  return `POST ${path} HTTP/1.1\r\nHost: node\r\n${auth}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
+  return `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
 }
 
 /** Pipelines `requests` on one connection held until the deadline. */

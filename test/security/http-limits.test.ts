@@ -183,7 +183,7 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
     assert.equal((await call(base, 'POST', '/v1/lock/acquire', { session: holder, seq: 1, name: 'lp/x' })).body.status, 'granted');
     const n = 12;
     const body = JSON.stringify({ session: waiter, seq: 1, name: 'lp/x', waitMs: 2_000 });
-    const one = `POST /v1/lock/acquire HTTP/1.1\r\nHost: node\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const one = `POST /v1/lock/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
     const { statuses, text } = await pipelined(base, '127.0.0.5', one, n);
     const timedOut = (text.match(/"status":"timeout"/g) ?? []).length;
     assert.equal(statuses.filter((s) => s === 429).length, n - CAP, `statuses ${statuses.join(',')}`);
@@ -211,7 +211,7 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
         while (!socket.destroyed && Date.now() - t0 < 4_000 && socket.write(chunk)) sent += chunk.length;
       };
       socket.on('drain', pump);
-      socket.write(`${head}\r\nHost: node\r\nContent-Type: application/json\r\nContent-Length: 100000000000\r\n\r\n`);
+      socket.write(`${head}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000000000\r\n\r\n`);
       pump();
       const closedAfter = await new Promise<number>((resolve) => {
         socket.on('close', () => resolve(Date.now() - t0));
@@ -227,7 +227,7 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
 
   test('requests pipelined on one connection past MAX_IN_FLIGHT: one 429, then the connection is closed', async () => {
     const n = 500;
-    const { statuses, text } = await pipelinedUntilClosed(base, '127.0.0.7', 'GET /v1/lock?name=pipe/x HTTP/1.1\r\nHost: node\r\n\r\n', n);
+    const { statuses, text } = await pipelinedUntilClosed(base, '127.0.0.7', 'GET /v1/lock?name=pipe/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', n);
     const ok = statuses.filter((s) => s === 200).length;
     // Any answers begun before the refusal, then the refusal, last, with Connection: close;
     // what was pipelined after it is not worked on (before: all 500 answered, 436 of them
@@ -238,9 +238,9 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
     assert.match(text, /HTTP\/1\.1 429 [^]*\r\nconnection: close\r\n/i);
     // For the 1 s of its Retry-After, that address's new connections are destroyed before a
     // byte is read; other addresses are served.
-    const again = await pipelinedUntilClosed(base, '127.0.0.7', 'GET /v1/status HTTP/1.1\r\nHost: node\r\n\r\n', 1);
+    const again = await pipelinedUntilClosed(base, '127.0.0.7', 'GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', 1);
     assert.deepEqual(again.statuses, [], `answered ${again.text.slice(0, 200)}`);
-    const other = await pipelinedUntilClosed(base, '127.0.0.9', 'GET /v1/status HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n', 1);
+    const other = await pipelinedUntilClosed(base, '127.0.0.9', 'GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n', 1);
     assert.deepEqual(other.statuses, [200]);
   });
 
@@ -249,7 +249,7 @@ describe('HTTP API: streams and long polls count against the per-address cap', {
     socket.on('error', () => {});
     let answeredAt = 0;
     socket.once('data', () => (answeredAt = Date.now()));
-    socket.write('GET /v1/status HTTP/1.1\r\nHost: node\r\n\r\n');
+    socket.write('GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
     await new Promise<void>((resolve) => socket.on('close', () => resolve()));
     const idleMs = Date.now() - answeredAt;
     assert.ok(answeredAt > 0, 'no answer');

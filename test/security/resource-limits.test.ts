@@ -17,7 +17,9 @@ describe('session and watch bounds', () => {
     c = await TestCluster.started({
       nodes: 1,
       sessions: { maxSessions: CLUSTER_CAP },
-      extraConfig: { limits: { maxSessionsPerConnection: 64, maxWatchesPerConnection: 50, requestsPerSecond: 0 } },
+      // The per-address session bound (by default half the cluster's cap here) is raised out
+      // of the way: these tests are about the per-connection and cluster-wide ones.
+      extraConfig: { limits: { maxSessionsPerConnection: 64, maxWatchesPerConnection: 50, requestsPerSecond: 0, maxSessionsPerAddress: 10_000 } },
     });
     url = c.endpoints[0]!;
   });

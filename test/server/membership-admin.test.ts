@@ -48,7 +48,7 @@ function setup(conf: ConfState) {
       forward: async <R extends Request>(req: R) => (forwarded.push(req), { ok: true, result: 'forwarded' } as unknown as Answer<R['op']>),
       linearizable: async () => {},
       snapshotNow: async () => 0,
-      backup: async () => ({ clusterId: 'c', node: 'n1', index: 0, term: 1, machineFormat: 'test', machineVersion: 1, data: new Uint8Array(0) }),
+      backup: async () => ({ ok: true, result: { backupId: 'b', clusterId: 'c', node: 'n1', index: 0, term: 1, bytes: 0, offset: 0, data: new Uint8Array(0) } }),
       unavailable: (message) => ({ ok: false, error: { code: 'UNAVAILABLE', message } }),
       clock: systemClock,
     },

@@ -19,7 +19,11 @@ export function serveConnection(conn: ClientConn, gates: ClientGate, serve: Serv
   // auth is off; after a hello with a valid token when it is on).
   if (gate.who) conn.authenticated();
   conn.on('request', (req) => {
-    void serve(gate, req, sink).then((ans) => conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error }));
+    void serve(gate, req, sink).then((ans) => {
+      // A watch's first read may hold 1000 values of 64 KiB: streamed, never built whole.
+      if (ans.ok && req.op === 'watch') conn.sendStreamed({ id: req.id, ok: true, result: ans.result });
+      else conn.send(ans.ok ? { id: req.id, ok: true, result: ans.result } : { id: req.id, ok: false, error: ans.error });
+    });
     if (gate.who) conn.authenticated(); // admit() has judged a hello synchronously
   });
   conn.on('close', () => {

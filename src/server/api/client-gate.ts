@@ -21,6 +21,8 @@ import type { AuthConfig, ClusterConfig } from '../../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
+import { RefusalLog } from '../../transport/refusal-log.js';
+import { AddressLimits } from './address-limits.js';
 
 export class ClientGate {
   private tokens: TokenRegistry | null;
@@ -30,6 +32,11 @@ export class ClientGate {
   /** Connections to close when their token is removed (websockets; an HTTP request's gate
    *  lives for one request, and a stream of one hears no more events). */
   private readonly revocable = new Map<ConnectionGate, (why: string) => void>();
+  /** Refused requests, logged at a bounded rate per address and code: an HTTP request has a
+   *  gate of its own, so "first of each kind per connection" alone bounds nothing there. */
+  private readonly refusals: RefusalLog;
+  /** Sessions and requests in flight per address, requests per token (address-limits.ts). */
+  private readonly addresses: AddressLimits;
 
   constructor(
     private readonly cfg: ClusterConfig,
@@ -38,6 +45,18 @@ export class ClientGate {
   ) {
     this.auth = cfg.auth;
     this.tokens = cfg.auth ? new TokenRegistry(cfg.auth.tokens) : null;
+    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info' });
+    this.addresses = new AddressLimits(cfg.limits);
+  }
+
+  /** A session closed or expired: it no longer counts for the address that opened it. */
+  sessionEnded(session: number): void {
+    this.addresses.ended(session);
+  }
+
+  /** Write the counted refusals (the node is stopping). */
+  close(): void {
+    this.refusals.close();
   }
 
   /**
@@ -111,8 +130,13 @@ export class ClientGate {
   }
 
   /** @internal */
-  get logger(): Logger {
-    return this.log;
+  get addressLimits(): AddressLimits {
+    return this.addresses;
+  }
+
+  /** @internal */
+  logRefusal(remote: string, fields: Readonly<Record<string, unknown>>, code: WireError['code']): void {
+    this.refusals.refuse(remote, fields, code);
   }
 }
 
@@ -183,7 +207,9 @@ export class ConnectionGate {
       this.refuse(req, permissionProblem(principal, req)) ??
       nameLengthProblem(this.gate.limits, req) ??
       this.watches.problem(req) ??
-      this.sessions.problem(req, this.gate.machineView)
+      this.sessions.problem(req, this.gate.machineView) ??
+      // Last: what it counts (in flight, a pending open) is counted only for a request served.
+      this.refuse(req, this.gate.addressLimits.admit(this.conn.remoteAddress, req, this.owner, this.gate.machineView))
     );
   }
 
@@ -229,6 +255,7 @@ export class ConnectionGate {
   /** Record what the answer to an admitted request changed for this connection. */
   observe<R extends Request>(req: R, answer: Answer<R['op']>): void {
     this.sessions.observe(req, answer);
+    this.gate.addressLimits.settle(req, answer);
   }
 
   /** Events name locks, elections and keys: a client sees only those within its prefixes. */
@@ -241,10 +268,7 @@ export class ConnectionGate {
     if (!error || this.logged.has(error.code)) return error;
     this.logged.add(error.code);
     // Never the token: only which identity (if any) and what it tried.
-    this.gate.logger.info(
-      { conn: this.conn.id, remote: this.conn.remoteAddress, tokenName: this.principal?.name, op: req.op, code: error.code, reason: error.message },
-      'refused a client request',
-    );
+    this.gate.logRefusal(this.conn.remoteAddress, { conn: this.conn.id, tokenName: this.principal?.name, op: req.op, code: error.code, reason: error.message }, error.code);
     return error;
   }
 }

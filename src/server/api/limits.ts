@@ -32,7 +32,7 @@ export interface MachineView {
 /** The client port's share of the limits. */
 export function clientPortLimits(l: ClientLimitsConfig): Pick<
   ClientServerOptions,
-  'maxFrameBytes' | 'maxBufferedBytes' | 'requestsPerSecond' | 'requestBurst' | 'maxConnectionsPerAddress'
+  'maxFrameBytes' | 'maxBufferedBytes' | 'requestsPerSecond' | 'requestBurst' | 'maxConnectionsPerAddress' | 'requestsPerSecondPerAddress' | 'requestBurstPerAddress'
 > {
   return {
     maxFrameBytes: l.maxFrameBytes,
@@ -40,6 +40,8 @@ export function clientPortLimits(l: ClientLimitsConfig): Pick<
     requestsPerSecond: l.requestsPerSecond,
     requestBurst: l.requestBurst,
     maxConnectionsPerAddress: l.maxConnectionsPerAddress,
+    requestsPerSecondPerAddress: l.requestsPerSecondPerAddress,
+    requestBurstPerAddress: l.requestBurstPerAddress,
   };
 }
 

@@ -95,8 +95,13 @@ export class RequestDispatcher {
       } catch (e) {
         return { code: 'UNAVAILABLE', message: `cannot confirm the session's owner and scope now (${(e as Error).message}); retry` };
       }
+      return gate.sessionScope(req);
     }
-    return gate.sessionScope(req);
+    const scope = gate.sessionScope(req);
+    // Another token's session is refused as a session that is not open, and not faster than
+    // one: an unknown session is answered after a read at least.
+    if (scope?.code === 'UNKNOWN_SESSION') await this.linearizable().catch(() => {});
+    return scope;
   }
 
   /** Serve one request from a client connected here (sink) or forwarded by a peer (no sink).

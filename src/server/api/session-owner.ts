@@ -5,6 +5,11 @@
 // another client's identity. Sessions opened without authentication (owner null, e.g.
 // before auth was turned on) fall back to the scope rule of auth.ts.
 //
+// To anyone but its owner a session does not exist: the refusal is UNKNOWN_SESSION with the
+// very message the lock machine gives for a session that is not open. A distinct answer
+// (it was PERMISSION_DENIED) told a stranger with any valid token which session ids are
+// live, one guess per id (ids are log indexes).
+//
 // The owner never changes, so a node can judge it from its own applied state as soon as
 // it has applied the session's openSession: only a session id above its applied index
 // needs a linearizable read first. A session id still above the applied index after that
@@ -13,6 +18,7 @@
 import type { Request, WireError } from '../../protocol/client-protocol.js';
 import type { Principal } from './auth.js';
 import type { MachineView } from './limits.js';
+import { sessionNotOpen } from './wire.js';
 
 type SessionRequest = Extract<Request, { session: number }>;
 
@@ -24,14 +30,9 @@ export function ownerNeedsRead(req: SessionRequest, machine: MachineView): boole
 /** Why `p` may not use the session of `req`, or null when it may (or the session does not
  *  exist, which the machine or the lease keeper answers). Never names the session's locks. */
 export function sessionOwnerProblem(p: Principal, req: SessionRequest, machine: MachineView): WireError | null {
-  if (req.session > machine.appliedIndex) {
-    return { code: 'UNKNOWN_SESSION', message: `session ${req.session} is not open (never opened, closed or expired)` };
-  }
+  if (req.session > machine.appliedIndex) return sessionNotOpen(req.session);
   const owner = machine.sessionOwner(req.session);
   if (owner === undefined || owner === null || owner === p.name) return null;
   if (p.admin && req.op === 'closeSession') return null;
-  return {
-    code: 'PERMISSION_DENIED',
-    message: `token "${p.name}" may not use session ${req.session}: a session may be used only by the token that opened it`,
-  };
+  return sessionNotOpen(req.session);
 }

@@ -14,9 +14,16 @@ class Index<K> {
   private readonly byKey = new Map<K, Set<EventSink>>();
   private readonly byConn = new Map<EventSink, Set<K>>();
 
+  /** A key gained its first sink / lost its last one. */
+  protected keyAdded(_key: K): void {}
+  protected keyRemoved(_key: K): void {}
+
   add(key: K, conn: EventSink): void {
     let s = this.byKey.get(key);
-    if (!s) this.byKey.set(key, (s = new Set()));
+    if (!s) {
+      this.byKey.set(key, (s = new Set()));
+      this.keyAdded(key);
+    }
     s.add(conn);
     let k = this.byConn.get(conn);
     if (!k) this.byConn.set(conn, (k = new Set()));
@@ -24,22 +31,31 @@ class Index<K> {
   }
 
   remove(key: K, conn: EventSink): void {
-    this.byKey.get(key)?.delete(conn);
-    if (this.byKey.get(key)?.size === 0) this.byKey.delete(key);
+    const s = this.byKey.get(key);
+    s?.delete(conn);
+    if (s?.size === 0) this.deleteKey(key);
     this.byConn.get(conn)?.delete(key);
   }
 
   removeKey(key: K): void {
-    for (const c of this.byKey.get(key) ?? []) this.byConn.get(c)?.delete(key);
-    this.byKey.delete(key);
+    const s = this.byKey.get(key);
+    if (!s) return;
+    for (const c of s) this.byConn.get(c)?.delete(key);
+    this.deleteKey(key);
   }
 
   dropConn(conn: EventSink): void {
     for (const key of this.byConn.get(conn) ?? []) {
-      this.byKey.get(key)?.delete(conn);
-      if (this.byKey.get(key)?.size === 0) this.byKey.delete(key);
+      const s = this.byKey.get(key);
+      s?.delete(conn);
+      if (s?.size === 0) this.deleteKey(key);
     }
     this.byConn.delete(conn);
+  }
+
+  private deleteKey(key: K): void {
+    this.byKey.delete(key);
+    this.keyRemoved(key);
   }
 
   get(key: K): Iterable<EventSink> {
@@ -55,10 +71,39 @@ class Index<K> {
   }
 }
 
+/**
+ * Watched key prefixes, with the lengths they come in: the prefixes a key matches are its
+ * own first n characters for each watched length n, so a change looks up one slice per
+ * distinct length (at most 1 KiB + 1 of them) instead of testing every watched prefix.
+ */
+class PrefixIndex extends Index<string> {
+  private readonly lengths = new Map<number, number>();
+
+  protected override keyAdded(prefix: string): void {
+    this.lengths.set(prefix.length, (this.lengths.get(prefix.length) ?? 0) + 1);
+  }
+
+  protected override keyRemoved(prefix: string): void {
+    const n = (this.lengths.get(prefix.length) ?? 1) - 1;
+    if (n > 0) this.lengths.set(prefix.length, n);
+    else this.lengths.delete(prefix.length);
+  }
+
+  /** Every sink watching a prefix of `key`, each once however many of its prefixes match. */
+  sinksFor(key: string): Set<EventSink> {
+    const sinks = new Set<EventSink>();
+    for (const n of this.lengths.keys()) {
+      if (n > key.length) continue;
+      for (const c of this.get(key.slice(0, n))) sinks.add(c);
+    }
+    return sinks;
+  }
+}
+
 export class Subscriptions {
   readonly sessions = new Index<number>();
   readonly elections = new Index<string>();
-  readonly watches = new Index<string>();
+  readonly watches = new PrefixIndex();
 
   dropConn(conn: EventSink): void {
     this.sessions.dropConn(conn);
@@ -80,9 +125,8 @@ export class Subscriptions {
         for (const c of this.elections.get(e.election)) c.pushEvent(e);
         return;
       case 'kvChanged':
-        for (const prefix of this.watches.keys()) {
-          if (e.key.startsWith(prefix)) for (const c of this.watches.get(prefix)) c.pushEvent(e);
-        }
+        // A connection watching o/ and o/a gets a change of o/a1 once, not once per prefix.
+        for (const c of this.watches.sinksFor(e.key)) c.pushEvent(e);
         return;
     }
   }

@@ -19,9 +19,16 @@ export function fail(code: WireError['code'], message: string, extra: Partial<Wi
   return { ok: false, error: { code, message, ...extra } };
 }
 
+/** The one refusal of a session that is not open, or not the asker's (session-owner.ts):
+ *  word for word the lock machine's (lockfsm/errors.ts), so the two cannot be told apart. */
+export function sessionNotOpen(session: number): WireError {
+  return { code: 'UNKNOWN_SESSION', message: `session ${session} is not open (never opened, closed or expired)` };
+}
+
 /** A keepalive's answer when the leader keeps no lease for its session. */
 export function unknownSession(session: number): Answer<never> {
-  return fail('UNKNOWN_SESSION', `session ${session} does not exist (expired or closed)`);
+  const e = sessionNotOpen(session);
+  return fail(e.code, e.message);
 }
 
 function seqFields(r: { session: number; seq: number; ackedSeq?: number }) {

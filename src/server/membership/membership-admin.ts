@@ -11,7 +11,7 @@ import { parseWsUrl } from '../../config/cluster-config.js';
 import { encodeMemberContext, type MemberDirectory } from '../../storage/members.js';
 import { ProposalLost, ProposalTimeout, type ProposalTracker } from '../replication/proposals.js';
 import { fail } from '../api/wire.js';
-import { answer, type Answer, type BackupState } from '../../protocol/ops.js';
+import { answer, type Answer } from '../../protocol/ops.js';
 
 export type AdminRequest = Extract<Request, { op: 'members' | 'addMember' | 'removeMember' | 'transferLeader' | 'snapshot' }>;
 
@@ -27,8 +27,8 @@ export interface AdminCore {
   forward<R extends Request>(req: R): Promise<Answer<R['op']>>;
   linearizable(): Promise<void>;
   snapshotNow(): Promise<number>;
-  /** A consistent copy of the state for `palisade snapshot save` (backup-state.ts). */
-  backup(): Promise<BackupState>;
+  /** `palisade snapshot save`: a backup file of the state, a chunk at a time (backup-files.ts). */
+  backup(req: Extract<Request, { op: 'snapshot' }>): Promise<Answer<'snapshot'>>;
   unavailable(message: string): Answer<never>;
   /** The node's clock (a transfer waits on it). */
   readonly clock: NodeClock;
@@ -47,7 +47,7 @@ export class MembershipAdmin {
         await core.linearizable();
         return answer(req.op, this.memberList());
       case 'snapshot':
-        if (req.backup) return answer(req.op, await core.backup());
+        if (req.backup) return core.backup(req);
         return answer(req.op, { index: await core.snapshotNow() });
       case 'addMember':
       case 'removeMember':

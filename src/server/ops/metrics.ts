@@ -62,7 +62,7 @@ const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
 /** Waits and holds: from an immediate grant to locks held for days. */
 const HOLD_BUCKETS = [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400];
 
-/** The package's version (package.json is two levels up from src/server and dist/server). */
+/** The package's version (package.json is three levels up from src/server/ops and dist/server/ops). */
 const PACKAGE_VERSION: string = (() => {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: unknown };

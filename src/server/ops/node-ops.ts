@@ -8,7 +8,9 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { MachineEvent } from '../../lockfsm/index.js';
 import type { Message } from '../../raft/index.js';
-import { boundHttpTimes } from '../../transport/tls.js';
+import { boundHttpTimes, capSocketsPerAddress } from '../../transport/tls.js';
+import { browserPolicy, browserRefusal } from '../../transport/browser-guard.js';
+import { RefusalLog } from '../../transport/refusal-log.js';
 import { parseHttpUrl } from '../../config/cluster-config.js';
 import { NodeMetrics, type ProposalOutcome } from './metrics.js';
 import { ProposalLost, ProposalTimeout } from '../replication/proposals.js';
@@ -30,6 +32,9 @@ const LOCKS_HINT_EVERY_MS = 250;
 const CLUSTER_REFRESH_MS = 1_000;
 /** Events per push; more in one push are counted as `dropped` and left to /api/recent. */
 const EVENTS_PER_PUSH = 200;
+/** TCP connections one address may hold open on the HTTP port (a monitoring system and a
+ *  few status pages need a handful); more are destroyed on arrival. */
+const MAX_SOCKETS_PER_ADDRESS = 32;
 
 export interface NodeOpsOptions {
   readonly node: NodeInternals;
@@ -48,6 +53,7 @@ export class NodeOps {
   private readonly sse = new SseHub();
   private readonly cluster: ClusterView;
   private readonly log: Logger;
+  private readonly refusals: RefusalLog;
   private server: Server | null = null;
   private pushTimer: NodeJS.Timeout | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -64,6 +70,7 @@ export class NodeOps {
   constructor(private readonly opts: NodeOpsOptions) {
     const n = opts.node;
     this.log = opts.logger.child({ component: 'ops-http' });
+    this.refusals = new RefusalLog(this.log, "refused a browser's request on the HTTP port", 'browser requests refused on the HTTP port');
     this.replayedUpTo = n.raft.log.lastIndex();
     this.lockTiming = new LockTiming({ onLockWait: (s) => this.metrics.onLockWait(s), onLockHold: (s) => this.metrics.onLockHold(s) });
     this.rtt = new PeerRtt(
@@ -78,7 +85,14 @@ export class NodeOps {
 
   async start(): Promise<{ host: string; port: number }> {
     const { host, port } = parseHttpUrl(this.opts.httpUrl, 'httpUrl');
+    const browsers = browserPolicy({ ...this.opts.node.config.http, ownHost: host });
     const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
+      // A page on another site (or rebound to this address) reads nothing here.
+      const refused = browserRefusal(req, browsers);
+      if (refused) {
+        this.refusals.refuse(req.socket.remoteAddress ?? 'unknown', { why: refused.message }, refused.kind);
+        return json(res, refused.status, { error: refused.message });
+      }
       route(
         {
           view: this.view,
@@ -98,6 +112,7 @@ export class NodeOps {
       });
     });
     boundHttpTimes(server);
+    capSocketsPerAddress(server, MAX_SOCKETS_PER_ADDRESS);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -120,6 +135,7 @@ export class NodeOps {
   }
 
   async stop(): Promise<void> {
+    this.refusals.close();
     if (this.pushTimer) clearInterval(this.pushTimer);
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.sse.close();

@@ -121,6 +121,8 @@ export class NodeView implements MetricsSource {
   private lockCache: { machine: LockMachine; applied: number; prefix: string; locks: MachineLockInfo[] } | null = null;
   /** Session leases at one applied index (machine.session() would list each session's locks). */
   private leaseCache: { machine: LockMachine; applied: number; leases: Map<number, SessionLease> } | null = null;
+  /** The election table at one applied index and prefix. */
+  private electionCache: { machine: LockMachine; applied: number; prefix: string; elections: ReturnType<LockMachine['elections']> } | null = null;
 
   constructor(
     private readonly n: NodeInternals,
@@ -259,7 +261,13 @@ export class NodeView implements MetricsSource {
 
   elections(prefix: string, offset: number, limit: number): Page<ElectionRow> {
     const machine = this.n.machine();
-    const all = machine.elections(prefix);
+    // Built once per applied index and prefix, as the lock table is: every page of every
+    // open status page (and anyone polling) asks again, and nothing changes in between.
+    let c = this.electionCache;
+    if (!c || c.machine !== machine || c.applied !== machine.appliedIndex || c.prefix !== prefix) {
+      c = this.electionCache = { machine, applied: machine.appliedIndex, prefix, elections: machine.elections(prefix) };
+    }
+    const all = c.elections;
     const rows = all.slice(offset, offset + limit).map(
       (e): ElectionRow => ({ name: e.election, leader: e.leader, value: e.value, token: e.token, candidates: e.candidates.length }),
     );

@@ -5,7 +5,7 @@ import type { NodeMetrics } from './metrics.js';
 import type { ClusterView } from './cluster-view.js';
 import { MAX_PAGE, type NodeView } from './node-view.js';
 import type { RecentEvents } from './recent-events.js';
-import type { SseHub } from './sse.js';
+import { MAX_STREAMS, MAX_STREAMS_PER_ADDRESS, type SseHub } from './sse.js';
 import { staticFile } from './static-files.js';
 
 export interface RouteDeps {
@@ -67,9 +67,21 @@ export async function route(d: RouteDeps, req: IncomingMessage, res: ServerRespo
       return json(res, 200, d.view.elections(prefixOf(q), intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER), intParam(q, 'limit', DEFAULT_PAGE, 1, MAX_PAGE)));
     case '/api/recent':
       return json(res, 200, { node: d.view.id, events: d.events.list(intParam(q, 'limit', 100, 1, 10_000)) });
-    case '/api/events':
-      d.sse.subscribe(req, res, await d.firstEvents());
+    case '/api/events': {
+      // The place first: a stream over a cap costs no cluster poll, no first events.
+      const place = d.sse.reserve(req.socket.remoteAddress ?? 'unknown');
+      if (!place) {
+        res.setHeader('retry-after', '5');
+        return json(res, 429, { error: `too many event streams (at most ${MAX_STREAMS} on this node, ${MAX_STREAMS_PER_ADDRESS} from one address); close a status page or retry later` });
+      }
+      try {
+        d.sse.subscribe(place, req, res, await d.firstEvents());
+      } catch (e) {
+        place.release();
+        throw e;
+      }
       return;
+    }
     default: {
       const f = await staticFile(url.pathname);
       if (!f) return json(res, 404, { error: `no such path: ${url.pathname}` });

@@ -6,6 +6,20 @@ import { ApiError } from './errors.js';
 
 export const MAX_JSON_DEPTH = 32;
 
+/**
+ * A POST must say its body is JSON (`Content-Type: application/json`, parameters such as
+ * charset aside): 415 otherwise. A web page can make a browser send a cross-site POST
+ * without asking the node first only with a form's types (text/plain, form encodings);
+ * with this rule such a request is refused before its body is read.
+ */
+export function requireJsonBody(req: IncomingMessage): void {
+  const type = req.headers['content-type'];
+  const media = type?.split(';', 1)[0]!.trim().toLowerCase();
+  if (media === 'application/json') return;
+  const said = type === undefined ? 'no Content-Type' : `Content-Type ${JSON.stringify(type.slice(0, 100))}`;
+  throw new ApiError(415, 'BAD_FRAME', `a POST body must be JSON, sent with "Content-Type: application/json" (this request has ${said})`, { connection: 'close' });
+}
+
 export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<Record<string, unknown>> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(declared, maxBytes);

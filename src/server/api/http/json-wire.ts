@@ -1,13 +1,17 @@
 // JSON <-> the client protocol's values. Fencing tokens are log indexes that grow without
 // bound; JSON numbers lose integers past 2^53 in most languages' parsers, so every token
 // leaves the node as a decimal string and may come in as one. Key-value values are bytes
-// on the wire: JSON carries them as UTF-8 text (`value`) or base64 (`valueBase64`).
+// on the wire: JSON carries them once, as `"value": <string>, "encoding": "utf8" | "base64"`
+// (text when the bytes are well-formed UTF-8 with no control characters but tab, LF and CR;
+// base64 otherwise: a control byte would cost six characters as a JSON escape, and text
+// that is not UTF-8 cannot be carried at all). Requests send `value` (UTF-8 text) or
+// `valueBase64`.
 import { ApiError } from './errors.js';
 
 /** Result fields that hold a fencing token. */
 const TOKEN_FIELDS: ReadonlySet<string> = new Set(['token', 'currentToken']);
 
-/** A copy of `x` with every token field as a decimal string, and bytes as text + base64. */
+/** A copy of `x` with every token field as a decimal string, and bytes as value + encoding. */
 export function toJsonTokens(x: unknown): unknown {
   if (x instanceof Uint8Array) return bytesToJson(x);
   if (Array.isArray(x)) return x.map(toJsonTokens);
@@ -21,12 +25,22 @@ export function toJsonTokens(x: unknown): unknown {
   return out;
 }
 
-/** `value` as text when the bytes are UTF-8, and always `valueBase64`. */
-function bytesToJson(b: Uint8Array): { value?: string; valueBase64: string } {
-  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  const text = buf.toString('utf8');
-  const exact = Buffer.from(text, 'utf8').equals(buf);
-  return { ...(exact ? { value: text } : {}), valueBase64: buf.toString('base64') };
+export type JsonBytes = { readonly value: string; readonly encoding: 'utf8' | 'base64' };
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+/** Control characters (Unicode's Cc) but tab, LF and CR. */
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+
+/** Bytes as JSON, once: text when they are UTF-8 without control characters, else base64. */
+export function bytesToJson(b: Uint8Array): JsonBytes {
+  let text: string | null;
+  try {
+    text = strictUtf8.decode(b);
+  } catch {
+    text = null;
+  }
+  if (text !== null && !CONTROL.test(text)) return { value: text, encoding: 'utf8' };
+  return { value: Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64'), encoding: 'base64' };
 }
 
 /** A token from JSON: a decimal string or a number; anything else is left for the

@@ -13,7 +13,7 @@ import { TokenBucket } from '../../../transport/rate-limit.js';
 import { isRequestError, parseRequest } from '../../../protocol/validate.js';
 import type { ClientLimitsConfig } from '../../../config/cluster-config.js';
 import type { ApiNode } from './api-node.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody, requireJsonBody } from './body.js';
 import { ApiError } from './errors.js';
 import { sendError, sendJson } from './respond.js';
 import { toJsonTokens } from './json-wire.js';
@@ -52,6 +52,9 @@ export interface HttpApiOptions {
   /** Sent as `Palisade-Cluster-Id` on every answer: clients pin the cluster they first saw
    *  and refuse a node that answers for another (DESIGN.md, "The client SDK"). */
   readonly clusterId?: string;
+  /** Takes a token of `remote`'s address bucket, shared with its websockets
+   *  (ClientServer.takeAddressToken); false when it is empty. */
+  readonly takeAddressToken?: (remote: string) => boolean;
 }
 
 export class HttpApi {
@@ -67,6 +70,7 @@ export class HttpApi {
   /** Connections whose unread body is being drained before they are closed. */
   private readonly draining = new WeakSet<Socket>();
   private readonly rateRefusal: Refusal;
+  private readonly addressRateRefusal: Refusal;
   private readonly inFlightRefusal: Refusal;
   private readonly starts = new TurnBudget(STARTS_PER_TURN);
   private readonly log: Logger;
@@ -75,6 +79,7 @@ export class HttpApi {
     this.log = opts.logger.child({ component: 'http-api' });
     const rps = opts.limits.requestsPerSecond;
     this.rateRefusal = refusal('RATE_LIMITED', `more than ${rps} requests per second on this connection; back off and retry on a new connection`);
+    this.addressRateRefusal = refusal('RATE_LIMITED', `more than ${opts.limits.requestsPerSecondPerAddress} requests per second from this address (limits.requestsPerSecondPerAddress); back off and retry`);
     this.inFlightRefusal = refusal('LIMIT_EXCEEDED', `more than ${MAX_IN_FLIGHT} requests in flight on this connection; wait for answers before sending more`);
   }
 
@@ -97,6 +102,13 @@ export class HttpApi {
       return this.refuse(socket, res, this.inFlightRefusal);
     }
     if (!this.takeToken(socket)) return this.refuse(socket, res, this.rateRefusal);
+    const remote = socket.remoteAddress ?? 'unknown';
+    if (this.opts.takeAddressToken && !this.opts.takeAddressToken(remote)) {
+      // A new connection would start with a full bucket of its own but not of its address's:
+      // refused on arrival for the Retry-After rather than parsed to be refused again.
+      if (!this.refused.has(socket)) this.opts.coolOff?.(remote, COOL_OFF_MS);
+      return this.refuse(socket, res, this.addressRateRefusal);
+    }
     this.inFlight.set(socket, busy + 1);
     this.starts.run(() => this.work(req, res));
   };
@@ -185,7 +197,9 @@ export class HttpApi {
       const message = token === undefined ? 'this cluster requires a token: send "Authorization: Bearer <token>"' : 'the token was not accepted';
       return sendError(res, { code: hello.error.code, message }, undefined, { 'www-authenticate': 'Bearer', connection: 'close' });
     }
-    // The body is read only once the token is accepted: an unauthenticated client costs no more than its headers.
+    // The body is read only once the token is accepted: an unauthenticated client costs no
+    // more than its headers. A body that is not said to be JSON is not read at all (415).
+    if (method === 'POST') requireJsonBody(req);
     const input: Input = method === 'POST' ? await readJsonBody(req, this.opts.limits.maxFrameBytes) : Object.fromEntries(url.searchParams);
     const waitMs = route.op === 'acquire' ? waitMsOf(input) : 0;
     // Added to the fresh object, not spread into a new one (see RaftNode.send for why).
