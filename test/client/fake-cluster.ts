@@ -256,7 +256,7 @@ export class FakeCluster {
       case 'attach':
       case 'keepAlive': {
         const s = this.machine.session(req.session);
-        if (!s) return err('UNKNOWN_SESSION', `session ${req.session} does not exist (expired or closed)`);
+        if (!s) return err('UNKNOWN_SESSION', `session ${req.session} is not open (never opened, closed or expired)`);
         if (req.op === 'attach') subs.sessions.add(req.session, conn);
         return { ok: true, result: { ttlMs: s.ttlMs } };
       }

@@ -62,7 +62,7 @@ test('the cluster secret is rotated node by node, as documented, with a lock hel
   for (const to of ['n2', 'n3']) {
     await assert.rejects(
       dialAsPeer(c.node(to).peerUrl, { clusterId: 'palisade-test', secret: OLD, from: 'n1', to }),
-      /closed during the handshake: 4401 wrong secret/,
+      /closed during the handshake: 4401 the handshake did not prove the cluster secret/,
       `${to} refuses the old secret`,
     );
   }

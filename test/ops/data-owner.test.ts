@@ -60,7 +60,7 @@ describe('data written as root belongs to the data directory\'s holder', { skip:
 
   test('snapshot restore', async () => {
     const { config, dataDir } = await newCluster('restored');
-    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--min-token', '1000']);
+    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--from-config', c.configPath, '--min-token', '1000']);
     assert.ok(readdirSync(dataDir).length > 0, 'restored');
     assert.deepEqual(notOwnedBy(join(dataDir, '..'), NOBODY, NOBODY), []);
   });
@@ -105,7 +105,7 @@ describe('data written as root belongs to the data directory\'s holder', { skip:
     mkdirSync(holder);
     const config = join(work, 'rootowned.json');
     writeFileSync(config, JSON.stringify({ clusterId: 'owned-root', secret: 'owner-test-secret-0123456789', nodes: [{ id: 'n1', peerUrl: 'ws://127.0.0.1:1', clientUrl: 'ws://127.0.0.1:2', dataDir: join(holder, 'n1') }] }));
-    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--min-token', '1000']);
+    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--from-config', c.configPath, '--min-token', '1000']);
     assert.deepEqual(notOwnedBy(holder, 0, 0), []);
   });
 });

@@ -21,7 +21,7 @@ import type { AuthConfig, ClusterConfig } from '../../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
-import { RefusalLog } from '../../transport/refusal-log.js';
+import { RefusalLog, type RefusalTimers } from '../../transport/refusal-log.js';
 import { AddressLimits } from './address-limits.js';
 
 export class ClientGate {
@@ -42,10 +42,11 @@ export class ClientGate {
     private readonly cfg: ClusterConfig,
     private readonly log: Logger,
     private readonly machine: () => MachineView,
+    timers?: RefusalTimers,
   ) {
     this.auth = cfg.auth;
     this.tokens = cfg.auth ? new TokenRegistry(cfg.auth.tokens) : null;
-    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info' });
+    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info', timers });
     this.addresses = new AddressLimits(cfg.limits);
   }
 

@@ -68,7 +68,9 @@ export class History {
   }
 
   error(client: string, e: unknown): void {
-    const text = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    // The protocol's code when it has one (LIMIT_EXCEEDED says more than its message).
+    const code = e instanceof Error && 'code' in e && typeof e.code === 'string' ? ` ${e.code}` : '';
+    const text = e instanceof Error ? `${e.name}${code}: ${e.message}` : String(e);
     if (!EXPECTED.test(text)) this.unexpected.push(`${client} at ${this.now().toFixed(1)} ms: ${text}`);
   }
 
