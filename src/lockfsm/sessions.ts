@@ -41,6 +41,8 @@ export interface SessionRecord {
   readonly held: Set<string>;
   readonly waits: Set<string>;
   readonly elections: Set<string>;
+  /** Keys tied to it (ephemeral puts): deleted in the entry that ends it. */
+  readonly ephemerals: Set<string>;
 }
 
 /** [seq, command, result, digest]: answers of snapshots written before digests have 3 fields. */
@@ -103,6 +105,7 @@ export class SessionTable {
       held: new Set(),
       waits: new Set(),
       elections: new Set(),
+      ephemerals: new Set(),
     };
     this.byId.set(id, rec);
     if (owner !== null) this.byOwner.set(owner, this.ownedBy(owner) + 1);
