@@ -89,16 +89,21 @@ export class WatchHistory {
 
   /**
    * The changes after revision `from` to keys starting with `prefix`, oldest first; at most
-   * about `limit` of them, cut only between revisions (`more`: ask again from the last one's
-   * revision). `compacted` when changes after `from` were dropped.
+   * about `maxChanges` of them and `maxBytes` of keys and values, cut only between revisions
+   * (`more`: ask again from the last one's revision). `compacted` when changes after `from`
+   * were dropped.
    */
-  since(from: number, prefix: string, limit: number): HistoryRead {
+  since(from: number, prefix: string, maxChanges: number, maxBytes: number): HistoryRead {
     if (from < this.compacted) return { type: 'compacted', compactedThrough: this.compacted };
     const out: KvChange[] = [];
+    let bytes = 0;
     for (let i = this.firstAfter(from); i < this.changes.length; i++) {
       const c = this.changes[i]!;
-      if (out.length >= limit && c.revision !== out[out.length - 1]!.revision) return { type: 'changes', changes: out, more: true };
-      if (c.key.startsWith(prefix)) out.push({ key: c.key, value: c.value, revision: c.revision });
+      const full = out.length >= maxChanges || bytes >= maxBytes;
+      if (full && c.revision !== out[out.length - 1]!.revision) return { type: 'changes', changes: out, more: true };
+      if (!c.key.startsWith(prefix)) continue;
+      out.push({ key: c.key, value: c.value, revision: c.revision });
+      bytes += c.bytes;
     }
     return { type: 'changes', changes: out, more: false };
   }

@@ -398,9 +398,9 @@ export class LockMachine {
   }
 
   /** The changes to keys under `prefix` after revision `from`, from the watch history (at
-   *  most about `limit`, cut between revisions), or that some were dropped. */
-  kvHistory(from: number, prefix: string, limit = NO_LIMIT): HistoryRead {
-    return this.kv.history.since(from, prefix, limit);
+   *  most about `maxChanges` and `maxBytes`, cut between revisions), or that some were dropped. */
+  kvHistory(from: number, prefix: string, maxChanges = NO_LIMIT, maxBytes = NO_LIMIT): HistoryRead {
+    return this.kv.history.since(from, prefix, maxChanges, maxBytes);
   }
 
   /** The oldest revision a watch may resume from (the highest one the history dropped). */

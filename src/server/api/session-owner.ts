@@ -1,8 +1,8 @@
 // A session belongs to the principal (token name) that opened it: the lock machine records
 // the owner in the session (replicated, in snapshots), and only that principal may attach
-// to it, keep it alive, close it or write through it. Admin tokens may also close any
-// session (to evict a stuck client); they may not use it otherwise, so nobody acts under
-// another client's identity. Sessions opened without authentication (owner null, e.g.
+// to it, keep it alive, close it, read its view or write through it. Admin tokens may also
+// close, revoke and read any session (to find and evict a stuck client); they may not use it
+// otherwise, so nobody acts under another client's identity. Sessions opened without authentication (owner null, e.g.
 // before auth was turned on) fall back to the scope rule of auth.ts.
 //
 // The owner never changes, so a node can judge it from its own applied state as soon as
@@ -15,6 +15,9 @@ import type { Principal } from './auth.js';
 import type { MachineView } from './limits.js';
 
 type SessionRequest = Extract<Request, { session: number }>;
+
+/** What an admin token may do with a session another token opened. */
+const ADMIN_MAY: ReadonlySet<Request['op']> = new Set(['closeSession', 'revokeSession', 'sessionInfo']);
 
 /** Whether the owner check needs state newer than this node's applied state. */
 export function ownerNeedsRead(req: SessionRequest, machine: MachineView): boolean {
@@ -29,7 +32,7 @@ export function sessionOwnerProblem(p: Principal, req: SessionRequest, machine: 
   }
   const owner = machine.sessionOwner(req.session);
   if (owner === undefined || owner === null || owner === p.name) return null;
-  if (p.admin && req.op === 'closeSession') return null;
+  if (p.admin && ADMIN_MAY.has(req.op)) return null;
   return {
     code: 'PERMISSION_DENIED',
     message: `token "${p.name}" may not use session ${req.session}: a session may be used only by the token that opened it`,
