@@ -114,7 +114,7 @@ export class KvStore {
       if (w.old !== undefined) this.remove(ctx, w.key, w.old, at);
       return { op: 'delete', existed: w.old !== undefined };
     });
-    return { type: 'txn', succeeded, failed, results };
+    return { type: 'txn', succeeded, failed, results, revision: ctx.index };
   }
 
   /** The session ends: its ephemeral keys go, in this entry (sorted: the order of events

@@ -375,6 +375,9 @@ export interface TxnResult {
   /** Positions (from 0) of the compares that did not hold. */
   readonly failed: readonly number[];
   readonly results: readonly TxnOpResult[];
+  /** The index of the entry that applied it: every change of its branch has this revision
+   *  (a retry's answer still says the first entry's). */
+  readonly revision: number;
 }
 
 export interface PrunedResult {

@@ -202,6 +202,9 @@ export interface TxnResult {
   readonly failed: readonly number[];
   /** One per write of the branch that ran: a put's revision (the entry's index), or whether a delete found its key. */
   readonly results: readonly ({ readonly op: 'put'; readonly revision: number } | { readonly op: 'delete'; readonly existed: boolean })[];
+  /** The entry that applied the transaction: the revision of each of its changes (a retry
+   *  answers the first entry's, while `index` is the retry's own). */
+  readonly revision: number;
   readonly index: number;
 }
 

@@ -207,7 +207,7 @@ describe('txn', () => {
       ],
       [{ op: 'put', key: 'failed', value: bytes(0) }],
     );
-    assert.deepEqual(r.result, { type: 'txn', succeeded: true, failed: [], results: [{ op: 'put', revision: d.index }, { op: 'delete', existed: true }] });
+    assert.deepEqual(r.result, { type: 'txn', succeeded: true, failed: [], results: [{ op: 'put', revision: d.index }, { op: 'delete', existed: true }], revision: d.index });
     assert.deepEqual(r.events, [
       { type: 'kvChanged', key: 'y', value: bytes(2), revision: d.index },
       { type: 'kvChanged', key: 'x', value: null, revision: d.index },
@@ -223,7 +223,7 @@ describe('txn', () => {
     d.release(a, 'l', t);
     d.acquire(b, 'l');
     const r = txn(d, a, [{ target: 'revision', key: 'x', op: 'lt', revision: 1_000 }, { target: 'lock', lock: 'l', token: t }], [{ op: 'put', key: 'x', value: bytes(1) }]);
-    assert.deepEqual(r.result, { type: 'txn', succeeded: false, failed: [1], results: [] });
+    assert.deepEqual(r.result, { type: 'txn', succeeded: false, failed: [1], results: [], revision: d.index });
     assert.equal(d.m.kvGet('x'), null);
     assert.deepEqual(r.events, []);
   });

@@ -151,7 +151,7 @@ const WIRE_RESULTS: { readonly [O in WriteOp]: (r: Success, index: number) => Re
   resign: indexed,
   put: (r, index) => (r.type === 'written' ? { revision: r.revision, index } : null),
   delete: (r, index) => (r.type === 'deleted' ? { existed: r.existed, revision: r.revision, index } : null),
-  txn: (r, index) => (r.type === 'txn' ? { succeeded: r.succeeded, failed: r.failed, results: r.results, index } : null),
+  txn: (r, index) => (r.type === 'txn' ? { succeeded: r.succeeded, failed: r.failed, results: r.results, revision: r.revision, index } : null),
   revokeSession: indexed,
   beginOp: (r, index) => {
     switch (r.type) {
