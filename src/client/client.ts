@@ -175,6 +175,13 @@ export class LockClient {
     return this.sessions.active?.id ?? null;
   }
 
+  /** The current session's end: aborted (its reason a SessionExpiredError saying why: an
+   *  expiry, a revoke by an operator, a close) when it ends; null between sessions. What an
+   *  ephemeral key's writer watches to know its key is gone. */
+  get sessionSignal(): AbortSignal | null {
+    return this.sessions.active?.signal ?? null;
+  }
+
   /** The node this client is connected to, if any. */
   get connectedUrl(): string | null {
     return this.link.connectedUrl;
