@@ -8,15 +8,19 @@
 // read index were applied before the state was read (the node reads it synchronously once
 // the wait ends, and its answer reaches us through promise resolution only, with no
 // entry applied in between), so they are in the snapshot and are not sent again.
-// Resuming after a lost stream (another node, a leader change) is a new stream: its
-// snapshot is the state to resume from, and it names the index it reflects.
+// A watch resumes after a lost stream (another node, a leader change): with fromRevision, or
+// the Last-Event-ID an EventSource sends, it replays every change after that revision from
+// the watch history (stream-resume.ts) instead of a snapshot, or answers 410 COMPACTED. The
+// events of one entry (a txn's, a session end's) go out together and only the last carries
+// the `id`, so an id always means "every change up to this revision was sent".
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request, ServerEvent } from '../../../protocol/client-protocol.js';
+import type { Request, ServerEvent, WatchReplay, WatchSnapshot } from '../../../protocol/client-protocol.js';
 import type { ConnectionGate } from '../client-gate.js';
 import type { EventSink } from '../subscriptions.js';
 import type { ApiNode } from './api-node.js';
 import { sendError } from './respond.js';
 import { toJsonTokens } from './json-wire.js';
+import { replayPages, replayedEvent, resumeRevision } from './stream-resume.js';
 
 const KEEPALIVE_MS = 15_000;
 /** A reader that stops reading is cut rather than buffered for without bound. */
@@ -25,31 +29,73 @@ const MAX_BUFFERED_BYTES = 4 << 20;
 let nextSinkId = -1_000_000_000;
 
 export async function serveStream(node: ApiNode, gate: ConnectionGate, req: Extract<Request, { op: 'watch' | 'observe' }>, httpReq: IncomingMessage, res: ServerResponse): Promise<void> {
-  let live = false; // events before the snapshot are in it: dropped
+  let live = false; // observe: events before the snapshot are in it, dropped; watch: held
+  const from = req.op === 'watch' ? resumeRevision(req, httpReq) : undefined;
+  const held: ServerEvent[] = []; // watch: while the first answer is read, sent after it if it did not cover them
+  let sentThrough = 0;
+  let batch: ServerEvent[] = [];
+  const flush = (): void => {
+    const events = batch;
+    batch = [];
+    events.forEach((e, i) => {
+      if (res.writableLength > MAX_BUFFERED_BYTES) return void res.destroy();
+      const { event, index, ...data } = e;
+      const id = i === events.length - 1 || events[i + 1]!.index !== index ? `id: ${index}\n` : '';
+      res.write(`${id}event: ${event}\ndata: ${JSON.stringify(toJsonTokens(data))}\n\n`);
+    });
+  };
+  // One entry's events are pushed in one go: written together after it, the id on the last.
   const write = (e: ServerEvent) => {
-    if (res.writableLength > MAX_BUFFERED_BYTES) return void res.destroy();
-    const { event, index, ...data } = e;
-    res.write(`id: ${index}\nevent: ${event}\ndata: ${JSON.stringify(toJsonTokens(data))}\n\n`);
+    if (e.index <= sentThrough) return;
+    if (batch.length === 0) queueMicrotask(flush);
+    batch.push(e);
   };
   const sink: EventSink = {
     id: nextSinkId--,
     pushEvent: (e) => {
       if (!gate.showsEvent(e)) return;
       if (live) write(e);
+      else if (req.op === 'watch') held.push(e);
     },
   };
   const closed = new Promise<void>((resolve) => {
     httpReq.once('close', resolve);
     res.once('close', resolve);
   });
-  try {
-    const first = await node.serve(gate, req, sink);
-    if (!first.ok) return sendError(res, first.error);
+  const head = (): void => {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
     res.write(`retry: 1000\n\n`);
-    const snapshot = req.op === 'watch' ? { prefix: req.prefix, entries: first.result } : first.result;
-    res.write(`event: snapshot\ndata: ${JSON.stringify(toJsonTokens(snapshot))}\n\n`);
-    live = true;
+  };
+  try {
+    if (req.op === 'watch' && from !== undefined) {
+      for await (const page of replayPages(node, gate, req, from, sink)) {
+        if (!page.ok) return res.headersSent ? void res.end() : sendError(res, page.error);
+        if (!res.headersSent) head();
+        const { changes, revision } = page.result as WatchReplay;
+        changes.forEach((c) => write(replayedEvent(c)));
+        flush();
+        sentThrough = revision;
+      }
+      live = true;
+      held.splice(0).forEach(write);
+    } else if (req.op === 'watch') {
+      // The snapshot names the revision it reflects as its id: an EventSource that loses the
+      // stream sends it back as Last-Event-ID, and resumes from it.
+      const first = await node.serve(gate, { ...req, snapshot: true }, sink);
+      if (!first.ok) return sendError(res, first.error);
+      head();
+      const snap = first.result as WatchSnapshot;
+      res.write(`id: ${snap.revision}\nevent: snapshot\ndata: ${JSON.stringify(toJsonTokens({ prefix: req.prefix, ...snap }))}\n\n`);
+      sentThrough = snap.revision;
+      live = true;
+      held.splice(0).forEach(write);
+    } else {
+      const first = await node.serve(gate, req, sink);
+      if (!first.ok) return sendError(res, first.error);
+      head();
+      res.write(`event: snapshot\ndata: ${JSON.stringify(toJsonTokens(first.result))}\n\n`);
+      live = true;
+    }
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
     await closed;
     clearInterval(keepalive);
