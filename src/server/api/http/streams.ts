@@ -28,6 +28,9 @@ const MAX_BUFFERED_BYTES = 4 << 20;
 
 let nextSinkId = -1_000_000_000;
 
+/** Refusals of a resume that a later attempt may not get. */
+const RETRY_LATER: ReadonlySet<string> = new Set(['UNAVAILABLE', 'TIMEOUT', 'NOT_LEADER', 'RATE_LIMITED']);
+
 export async function serveStream(node: ApiNode, gate: ConnectionGate, req: Extract<Request, { op: 'watch' | 'observe' }>, httpReq: IncomingMessage, res: ServerResponse): Promise<void> {
   let live = false; // observe: events before the snapshot are in it, dropped; watch: held
   const from = req.op === 'watch' ? resumeRevision(req, httpReq) : undefined;
@@ -69,7 +72,14 @@ export async function serveStream(node: ApiNode, gate: ConnectionGate, req: Extr
   try {
     if (req.op === 'watch' && from !== undefined) {
       for await (const page of replayPages(node, gate, req, from, sink)) {
-        if (!page.ok) return res.headersSent ? void res.end() : sendError(res, page.error);
+        if (!page.ok) {
+          // Not now (no leader yet, an election under way): a stream opened and ended at once
+          // brings an EventSource back with its Last-Event-ID; a 503 would make it give up.
+          if (!res.headersSent && !RETRY_LATER.has(page.error.code)) return sendError(res, page.error);
+          if (!res.headersSent) head();
+          res.write(`: ${page.error.code}: ${page.error.message.replace(/\n/g, ' ')}\n\n`);
+          return void res.end();
+        }
         if (!res.headersSent) head();
         const { changes, revision } = page.result as WatchReplay;
         changes.forEach((c) => write(replayedEvent(c)));
