@@ -114,11 +114,11 @@ interface Row { id: string; role: string; term: number | null; leader: string | 
 /** Every node's row; status exits 69 while no node answers (still starting), with the rows. */
 function status(): Row[] {
   try {
-    return JSON.parse(client(['status', '--json'])) as Row[];
+    return (JSON.parse(client(['status', '--json'])) as { nodes: Row[] }).nodes;
   } catch (e) {
     const out = (e as { stdout?: string }).stdout;
     if (!out) throw e;
-    return JSON.parse(out) as Row[];
+    return (JSON.parse(out) as { nodes: Row[] }).nodes;
   }
 }
 
