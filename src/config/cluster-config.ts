@@ -8,6 +8,7 @@ import {
   DEFAULT_RAFT,
   DEFAULT_SESSIONS,
   DEFAULT_SNAPSHOT,
+  DEFAULT_KV,
   MACHINE_MAX_NAME_BYTES,
   defaultMinTtlMs,
   defaultSessionTtlMs,
@@ -116,6 +117,15 @@ export interface LedgerSettings {
   readonly abandonedAfterMs: number;
 }
 
+/** Bounds of transactions and of the watch history a new cluster starts with (replicated
+ *  settings afterwards: `palisade config set txn.maxOps=...`). */
+export interface KvSettings {
+  readonly txnMaxOps: number;
+  readonly historyEntries: number;
+  readonly historyBytes: number;
+  readonly historyMaxAgeMs: number;
+}
+
 export interface ClusterConfig {
   readonly clusterId: string;
   readonly secret: string;
@@ -124,6 +134,7 @@ export interface ClusterConfig {
   readonly sessions: SessionLimits;
   readonly snapshot: SnapshotSettings;
   readonly ledger: LedgerSettings;
+  readonly kv: KvSettings;
   /** null: clients are not authenticated. */
   readonly auth: AuthConfig | null;
   readonly tls: TlsConfig;
@@ -255,6 +266,14 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
   const lg = section(raw, 'ledger');
   const retentionMs = int(lg, 'retentionMs', 'ledger.retentionMs', DEFAULT_LEDGER.retentionMs, 1_000, 365 * 86_400_000);
   const abandonedAfterMs = int(lg, 'abandonedAfterMs', 'ledger.abandonedAfterMs', DEFAULT_LEDGER.abandonedAfterMs, retentionMs, 3650 * 86_400_000);
+  const tx = section(raw, 'txn');
+  const w = section(raw, 'watch');
+  const kv: KvSettings = {
+    txnMaxOps: int(tx, 'maxOps', 'txn.maxOps', DEFAULT_KV.txnMaxOps, 1, 1_024),
+    historyEntries: int(w, 'historyEntries', 'watch.historyEntries', DEFAULT_KV.historyEntries, 0, 10_000_000),
+    historyBytes: int(w, 'historyBytes', 'watch.historyBytes', DEFAULT_KV.historyBytes, 0, 4 * 1024 ** 3),
+    historyMaxAgeMs: int(w, 'historyMaxAgeMs', 'watch.historyMaxAgeMs', DEFAULT_KV.historyMaxAgeMs, 0, 30 * 86_400_000),
+  };
   const auth = authSection(raw);
   const tls = tlsSection(raw, nodes, baseDir);
   const limits = limitsSection(raw);
@@ -266,6 +285,7 @@ export function validateConfig(raw: unknown, baseDir: string): ClusterConfig {
     sessions: { defaultTtlMs, minTtlMs, maxTtlMs, lockDelayMs, maxSessions, maxSessionsPerToken },
     snapshot: { entries, keepTail },
     ledger: { retentionMs, abandonedAfterMs },
+    kv,
     auth,
     tls,
     limits,

@@ -4,7 +4,7 @@
 // defaults that depend on another setting are functions of it, so that every default
 // passes the validator's rules (config.ts) whatever else the file sets.
 import { DEFAULT_MACHINE_CONFIG, type MachineConfig } from '../lockfsm/config.js';
-import type { ClientLimitsConfig, ClusterConfig, LedgerSettings, RaftTiming, SnapshotSettings } from './cluster-config.js';
+import type { ClientLimitsConfig, ClusterConfig, KvSettings, LedgerSettings, RaftTiming, SnapshotSettings } from './cluster-config.js';
 
 export const DEFAULT_RAFT: RaftTiming = Object.freeze({ tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 });
 
@@ -36,6 +36,13 @@ export const DEFAULT_SNAPSHOT: SnapshotSettings = Object.freeze({ entries: 20_00
 
 export const DEFAULT_LEDGER: LedgerSettings = Object.freeze({ retentionMs: 7 * 86_400_000, abandonedAfterMs: 30 * 86_400_000 });
 
+export const DEFAULT_KV: KvSettings = Object.freeze({
+  txnMaxOps: DEFAULT_MACHINE_CONFIG.maxTxnOps,
+  historyEntries: DEFAULT_MACHINE_CONFIG.watchHistoryEntries,
+  historyBytes: DEFAULT_MACHINE_CONFIG.watchHistoryBytes,
+  historyMaxAgeMs: DEFAULT_MACHINE_CONFIG.watchHistoryMaxAgeMs,
+});
+
 /** The lock machine's own bound on names: the node-side limit may only be tighter. */
 export const MACHINE_MAX_NAME_BYTES = DEFAULT_MACHINE_CONFIG.maxNameLength;
 
@@ -62,5 +69,9 @@ export function machineConfigFrom(cfg: ClusterConfig): MachineConfig {
     defaultLockDelayMs: cfg.sessions.lockDelayMs,
     maxSessions: cfg.sessions.maxSessions,
     maxSessionsPerOwner: cfg.sessions.maxSessionsPerToken,
+    maxTxnOps: cfg.kv.txnMaxOps,
+    watchHistoryEntries: cfg.kv.historyEntries,
+    watchHistoryBytes: cfg.kv.historyBytes,
+    watchHistoryMaxAgeMs: cfg.kv.historyMaxAgeMs,
   };
 }
