@@ -14,7 +14,8 @@ import type { Entry, Message, NodeId, ReadState, Snapshot, SoftState } from '../
 import { RaftStorage } from '../storage/index.js';
 import { ClientServer, DEFAULT_PRE_AUTH, type ClientConnection } from '../transport/client-server.js';
 import { PeerTransport } from '../transport/peer.js';
-import type { NodeStatus, ServerEvent } from '../protocol/client-protocol.js';
+import { PROTOCOL_VERSION, type NodeStatus, type ServerEvent } from '../protocol/client-protocol.js';
+import type { Answer } from '../protocol/ops.js';
 import type { RpcCredentials } from '../protocol/rpc.js';
 import type { ClusterConfig, NodeConfig } from '../config/cluster-config.js';
 import { nodeById, parseWsUrl } from '../config/cluster-config.js';
@@ -355,7 +356,8 @@ export class PalisadeNode {
       this.ops = new NodeOps({
         httpUrl: this.self.httpUrl,
         logger: this.log,
-        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.now()), diverged: () => this.diverged() },
+        node: { id: this.id, config: this.cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.storage, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.now()), leases: this.leases, monotonicNow: this.now, diverged: () => this.diverged() },
+        revoke: (token, session, reason, remote) => this.revokeForOps(token, session, reason, remote),
       });
       await this.ops.start();
     }
@@ -630,6 +632,15 @@ export class PalisadeNode {
       this.subs.dropConn(sink);
       this.sinks.delete(conn);
     });
+  }
+
+  /** The status page's revoke (ops/revoke.ts): the admin token authenticated by the client
+   *  port's own gate, and the request served (and audit-logged) as a client's would be. */
+  private async revokeForOps(token: string, session: number, reason: string, remote: string): Promise<Answer<'revokeSession'>> {
+    const gate = this.gate.open({ id: 0, remoteAddress: `${remote} (status page)` });
+    const hello = await this.dispatch.serve(gate, { id: 0, op: 'hello', version: PROTOCOL_VERSION, token }, null);
+    if (!hello.ok) return hello;
+    return this.dispatch.serve(gate, { id: 0, op: 'revokeSession', session, reason }, null);
   }
 
   // ---- status -------------------------------------------------------------------------
