@@ -85,9 +85,10 @@ export function touchedNames(req: Request): TouchedName[] {
     case 'delete':
       return [one('key', req.key), ...fence(req.fence)];
     case 'txn':
+      // (Lists absent only from a request built in-process without parseRequest.)
       return [
-        ...req.compare.map((c) => (c.target === 'lock' ? one('fence lock', c.lock) : one('key', c.key))),
-        ...[...req.success, ...req.failure].map((op) => one('key', op.key)),
+        ...(req.compare ?? []).map((c) => (c.target === 'lock' ? one('fence lock', c.lock) : one('key', c.key))),
+        ...[...(req.success ?? []), ...(req.failure ?? [])].map((op) => one('key', op.key)),
         ...fence(req.fence),
       ];
     case 'kvGet':
