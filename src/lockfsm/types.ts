@@ -7,10 +7,10 @@
 // which stay far below 2^53.
 
 import type { MachineConfig, SettingName } from './config.js';
-import type { Fence, Holder, KvEntry, LockMode } from './vocabulary.js';
+import type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp } from './vocabulary.js';
 
 // The words the client protocol shares with the machine are defined in vocabulary.ts.
-export type { Fence, Holder, KvEntry, LockMode };
+export type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp };
 
 /**
  * Fields of every command a client sends for a session (Raft thesis §6.3). `seq` numbers the
@@ -136,20 +136,6 @@ export interface DeleteCommand extends SessionScoped {
   /** Apply only if the key's revision is this (0 = the key must not exist). */
   readonly ifRevision?: number;
 }
-
-/** A condition of a transaction, judged against the state before the entry. */
-export type TxnCompare =
-  /** The key's revision (0 when absent) compared with `revision`. */
-  | { readonly target: 'revision'; readonly key: string; readonly op: 'eq' | 'ne' | 'gt' | 'lt'; readonly revision: number }
-  /** The key does not exist (the same as revision eq 0, said plainly). */
-  | { readonly target: 'absent'; readonly key: string }
-  /** The transaction's session holds `lock` right now with exactly `token`: a fence. */
-  | { readonly target: 'lock'; readonly lock: string; readonly token: number };
-
-/** A write of a transaction. */
-export type TxnOp =
-  | { readonly op: 'put'; readonly key: string; readonly value: Uint8Array; readonly ephemeral?: boolean }
-  | { readonly op: 'delete'; readonly key: string };
 
 /**
  * A small transaction (etcd's Txn): if every compare holds, the `success` writes apply, else

@@ -9,9 +9,9 @@
 // server (src/server) can import it without importing each other. The words it shares with
 // the lock machine (LockMode, Fence, Holder, KvEntry) are defined once, in
 // src/lockfsm/vocabulary.ts (declarations only, imported as types: why there, see that file).
-import type { Fence, Holder, KvEntry, LockMode } from '../lockfsm/vocabulary.js';
+import type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp } from '../lockfsm/vocabulary.js';
 
-export type { Fence, Holder, KvEntry, LockMode };
+export type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp };
 
 export const PROTOCOL_VERSION = 1;
 
@@ -184,17 +184,6 @@ export interface ClusterSettings {
   readonly settings: Readonly<Record<string, number>>;
   readonly configured: boolean;
 }
-
-/** A transaction's condition (lockfsm TxnCompare): a key's revision (0 when absent), a key's
- *  absence, or that the transaction's session holds a lock with exactly a token. */
-export type TxnCompare =
-  | { readonly target: 'revision'; readonly key: string; readonly op: 'eq' | 'ne' | 'gt' | 'lt'; readonly revision: number }
-  | { readonly target: 'absent'; readonly key: string }
-  | { readonly target: 'lock'; readonly lock: string; readonly token: number };
-
-export type TxnOp =
-  | { readonly op: 'put'; readonly key: string; readonly value: Uint8Array; readonly ephemeral?: boolean }
-  | { readonly op: 'delete'; readonly key: string };
 
 export interface TxnResult {
   readonly succeeded: boolean;

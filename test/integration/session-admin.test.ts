@@ -10,12 +10,9 @@ import type { LockInfo, SessionView } from '../../src/protocol/client-protocol.j
 import { palisadeAt } from '../support/cli-process.js';
 import { TestCluster, until } from '../support/cluster.js';
 import { call, httpBase } from '../http/http-client.js';
+import { SCOPED_TOKENS, scopedAuthConfig } from '../support/scoped-tokens.js';
 
-const TOKENS = {
-  jobs: 'jobs-scoped-token-0123456789',
-  batch: 'batch-scoped-token-0123456789',
-  ops: 'admin-token-for-ops-0123456789',
-};
+const TOKENS = SCOPED_TOKENS;
 const LOCK_DELAY_MS = 4_000;
 
 describe('session list, show and revoke', () => {
@@ -26,15 +23,7 @@ describe('session list, show and revoke', () => {
     c = await TestCluster.started({
       credentials: { token: TOKENS.ops },
       sessions: { lockDelayMs: LOCK_DELAY_MS },
-      extraConfig: {
-        auth: {
-          tokens: [
-            { name: 'jobs', token: TOKENS.jobs, prefixes: ['jobs/'] },
-            { name: 'batch', token: TOKENS.batch, prefixes: ['batch/'] },
-            { name: 'ops', token: TOKENS.ops, admin: true },
-          ],
-        },
-      },
+      extraConfig: scopedAuthConfig(),
     });
   });
 
