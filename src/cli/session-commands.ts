@@ -78,15 +78,22 @@ export function registerSessionCommands(program: Command, endpointsFrom: Endpoin
     .addOption(endpointsOption())
     .option('--prefix <label>', 'only sessions whose label starts with this (labels are HOST:PID unless the client set one)')
     .option('--owner <token>', 'only sessions opened by this token (a token that is not an admin token sees only its own)')
-    .option('--limit <n>', 'at most this many', positiveInt)
+    .option('--limit <n>', 'at most this many', positiveInt, 1000)
     .option('--json', 'print JSON')
-    .action(async (o: { endpoints?: string; prefix?: string; owner?: string; limit?: number; json?: boolean }) => {
-      const list = await ask<SessionView[]>(endpointsFrom(o.endpoints), {
-        op: 'sessions',
-        ...(o.prefix !== undefined ? { prefix: o.prefix } : {}),
-        ...(o.owner !== undefined ? { owner: o.owner } : {}),
-        ...(o.limit !== undefined ? { limit: o.limit } : {}),
-      });
+    .action(async (o: { endpoints?: string; prefix?: string; owner?: string; limit: number; json?: boolean }) => {
+      // Page by id until the limit: a page may end early (at 100,000 names).
+      const list: SessionView[] = [];
+      for (;;) {
+        const page = await ask<SessionView[]>(endpointsFrom(o.endpoints), {
+          op: 'sessions',
+          ...(o.prefix !== undefined ? { prefix: o.prefix } : {}),
+          ...(o.owner !== undefined ? { owner: o.owner } : {}),
+          limit: o.limit - list.length,
+          ...(list.length > 0 ? { after: list[list.length - 1]!.session } : {}),
+        });
+        list.push(...page);
+        if (page.length === 0 || list.length >= o.limit) break;
+      }
       process.stdout.write(o.json ? `${JSON.stringify(list, null, 2)}\n` : `${formatSessions(list)}\n`);
     });
   session

@@ -89,18 +89,24 @@ export class WatchHistory {
 
   /**
    * The changes after revision `from` to keys starting with `prefix`, oldest first; at most
-   * about `maxChanges` of them and `maxBytes` of keys and values, cut only between revisions
-   * (`more`: ask again from the last one's revision). `compacted` when changes after `from`
-   * were dropped.
+   * about `maxChanges` of them and `maxBytes` of keys and values, after looking at about
+   * `maxScan` changes (a prefix few keys match costs no more), cut only between revisions:
+   * `more` with `through`, the last revision looked at in full (ask again from it).
+   * `compacted` when changes after `from` were dropped.
    */
-  since(from: number, prefix: string, maxChanges: number, maxBytes: number): HistoryRead {
+  since(from: number, prefix: string, maxChanges: number, maxBytes: number, maxScan: number): HistoryRead {
     if (from < this.compacted) return { type: 'compacted', compactedThrough: this.compacted };
     const out: KvChange[] = [];
     let bytes = 0;
-    for (let i = this.firstAfter(from); i < this.changes.length; i++) {
+    let scanned = 0;
+    const start = this.firstAfter(from);
+    for (let i = start; i < this.changes.length; i++) {
       const c = this.changes[i]!;
-      const full = out.length >= maxChanges || bytes >= maxBytes;
-      if (full && c.revision !== out[out.length - 1]!.revision) return { type: 'changes', changes: out, more: true };
+      const prev = i > start ? this.changes[i - 1]!.revision : null;
+      if (prev !== null && c.revision !== prev && (out.length >= maxChanges || bytes >= maxBytes || scanned >= maxScan)) {
+        return { type: 'changes', changes: out, more: true, through: prev };
+      }
+      scanned++;
       if (!c.key.startsWith(prefix)) continue;
       out.push({ key: c.key, value: c.value, revision: c.revision });
       bytes += c.bytes;

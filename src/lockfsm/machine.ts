@@ -398,9 +398,10 @@ export class LockMachine {
   }
 
   /** The changes to keys under `prefix` after revision `from`, from the watch history (at
-   *  most about `maxChanges` and `maxBytes`, cut between revisions), or that some were dropped. */
-  kvHistory(from: number, prefix: string, maxChanges = NO_LIMIT, maxBytes = NO_LIMIT): HistoryRead {
-    return this.kv.history.since(from, prefix, maxChanges, maxBytes);
+   *  most about `maxChanges`, `maxBytes` and `maxScan` changes looked at, cut between
+   *  revisions), or that some were dropped. */
+  kvHistory(from: number, prefix: string, maxChanges = NO_LIMIT, maxBytes = NO_LIMIT, maxScan = NO_LIMIT): HistoryRead {
+    return this.kv.history.since(from, prefix, maxChanges, maxBytes, maxScan);
   }
 
   /** The oldest revision a watch may resume from (the highest one the history dropped). */

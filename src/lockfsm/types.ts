@@ -678,5 +678,6 @@ export interface KvChange {
 /** What the history holds after a revision: the changes, or that some of them were
  *  dropped (`compactedThrough`: a watch may resume from this revision or a later one). */
 export type HistoryRead =
-  | { readonly type: 'changes'; readonly changes: readonly KvChange[]; readonly more: boolean }
+  /** `more`: ask again from `through`, the last revision looked at in full. */
+  | { readonly type: 'changes'; readonly changes: readonly KvChange[]; readonly more: boolean; readonly through?: number }
   | { readonly type: 'compacted'; readonly compactedThrough: number };

@@ -120,10 +120,11 @@ export type Request =
   | { id: number; op: 'unwatch'; prefix: string }
   | ({ id: number; op: 'beginOp'; opKey: string; fence: Fence; retry?: boolean } & Sequenced)
   | ({ id: number; op: 'completeOp'; opKey: string; result: Uint8Array; fence: Fence } & Sequenced)
-  /** Open sessions, by id, whose label starts with `prefix`: each with its owner, TTL, time
-   *  since its lease was last renewed, and what it holds, waits for, leads and ties. A token
-   *  that is not an admin token sees only its own sessions (`owner` is then its name). */
-  | { id: number; op: 'sessions'; prefix?: string; owner?: string; limit?: number }
+  /** Open sessions, by id (those above `after`: the next page), whose label starts with
+   *  `prefix`: each with its owner, TTL, time since its lease was last renewed, and what it
+   *  holds, waits for, leads and ties. A token that is not an admin token sees only its own
+   *  sessions (`owner` is then its name). */
+  | { id: number; op: 'sessions'; prefix?: string; owner?: string; limit?: number; after?: number }
   | { id: number; op: 'sessionInfo'; session: number }
   // ---- administration ----
   /** End a session as an expiry would (admin): lock-delay applies, its holders are told. */

@@ -371,7 +371,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'unwatch':
       return { id, op, prefix: f.string('prefix', false) };
     case 'sessions':
-      return withoutUndefined({ id, op, prefix: f.optString('prefix', false), owner: f.optString('owner', true), limit: f.optUint('limit', 1) });
+      return withoutUndefined({ id, op, prefix: f.optString('prefix', false), owner: f.optString('owner', true), limit: f.optUint('limit', 1), after: f.optUint('after') });
     case 'sessionInfo':
       return { id, op, session: f.uint('session', 1) };
     case 'revokeSession': {

@@ -143,7 +143,28 @@ describe('watch history', () => {
     const page = d.m.kvHistory(from, 'p/', 2);
     assert.equal(page.type === 'changes' && page.changes.length, 3);
     const first = d.m.kvHistory(from, 'p/', 1);
-    assert.deepEqual(first.type === 'changes' && [first.changes.length, first.more], [1, true]);
+    assert.deepEqual(first.type === 'changes' && [first.changes.length, first.more, first.through], [1, true, from + 2]);
+  });
+
+  it('bounds the changes it looks at: a prefix few keys match ends a page early, saying how far it looked', () => {
+    const d = new Driver();
+    const a = d.open();
+    const from = d.index;
+    for (let i = 0; i < 10; i++) put(d, a, `noise/${i}`, bytes(i));
+    put(d, a, 'rare/1', bytes(1));
+    const page = d.m.kvHistory(from, 'rare/', 1000, 1 << 20, 4);
+    assert.deepEqual(page, { type: 'changes', changes: [], more: true, through: from + 4 });
+    let at = from;
+    const seen: number[] = [];
+    for (let pages = 0; pages < 10; pages++) {
+      const h = d.m.kvHistory(at, 'rare/', 1000, 1 << 20, 4);
+      assert.equal(h.type, 'changes');
+      if (h.type !== 'changes') break;
+      seen.push(...h.changes.map((c) => c.revision));
+      if (!h.more) break;
+      at = h.through!;
+    }
+    assert.deepEqual(seen, [d.index]);
   });
 
   it('drops the oldest changes past its count and says COMPACTED for a revision before them', () => {

@@ -65,7 +65,7 @@ export const VALID_REQUESTS: Request[] = [
   },
   { id: 34, op: 'watch', prefix: 'cfg/', fromRevision: 7 },
   { id: 35, op: 'watch', prefix: 'cfg/', snapshot: true },
-  { id: 36, op: 'sessions', prefix: 'web-', owner: 'jobs', limit: 10 },
+  { id: 36, op: 'sessions', prefix: 'web-', owner: 'jobs', limit: 10, after: 41 },
   { id: 37, op: 'sessionInfo', session: 42 },
   { id: 38, op: 'revokeSession', session: 42, reason: 'stuck holder, paged at 03:10' },
 ];

@@ -18,6 +18,9 @@ export const WATCH_PAGE = 1000;
  *  bytes stay well under a client's unread-bytes bound (16 MiB by default). */
 export const REPLAY_PAGE = 1000;
 export const REPLAY_PAGE_BYTES = 1 << 20;
+/** Changes of the history one replay looks at, at most: a resume of a prefix that few keys
+ *  match must not cost a pass over the whole history (100,000 changes) per request. */
+export const REPLAY_SCAN = 10_000;
 
 export function watchAnswer(machine: LockMachine, req: Extract<Request, { op: 'watch' }>): Answer<'watch'> {
   const revision = machine.appliedIndex;
@@ -25,7 +28,7 @@ export function watchAnswer(machine: LockMachine, req: Extract<Request, { op: 'w
     if (req.fromRevision > revision) {
       return fail('INVALID_ARGUMENT', `watch.fromRevision ${req.fromRevision} is ahead of this cluster's latest revision (${revision}): a revision of another cluster?`);
     }
-    const h = machine.kvHistory(req.fromRevision, req.prefix, REPLAY_PAGE, REPLAY_PAGE_BYTES);
+    const h = machine.kvHistory(req.fromRevision, req.prefix, REPLAY_PAGE, REPLAY_PAGE_BYTES, REPLAY_SCAN);
     if (h.type === 'compacted') {
       return fail(
         'COMPACTED',
@@ -33,8 +36,7 @@ export function watchAnswer(machine: LockMachine, req: Extract<Request, { op: 'w
         { compactRevision: h.compactedThrough },
       );
     }
-    const last = h.changes[h.changes.length - 1];
-    return answer('watch', { revision: h.more && last ? last.revision : revision, changes: h.changes, more: h.more });
+    return answer('watch', { revision: h.more ? h.through! : revision, changes: h.changes, more: h.more });
   }
   const entries = machine.kvRange(req.prefix, WATCH_PAGE + 1).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision }));
   if (req.snapshot) return answer('watch', { revision, entries: entries.slice(0, WATCH_PAGE), truncated: entries.length > WATCH_PAGE });
