@@ -16,7 +16,7 @@ import { ByteBudget, type Freed } from './budget.js';
 import type { MachineConfig } from './config.js';
 import { machineError } from './errors.js';
 import { WatchHistory } from './history.js';
-import type { SessionRecord } from './sessions.js';
+import { sessionLoad, tooManyLocks, type SessionRecord } from './sessions.js';
 import { fail, readArray, readBytes, readEach, readIndex, readNullableString, readString } from './snapshot-reader.js';
 import { utf8Length } from './text.js';
 import type { DeletedResult, KvEntry, MachineError, TxnCompare, TxnOp, TxnOpResult, TxnResult, WrittenResult } from './types.js';
@@ -50,7 +50,7 @@ export class KvStore {
   private readonly budget: ByteBudget;
   readonly history: WatchHistory;
 
-  constructor(settings: () => MachineConfig) {
+  constructor(private readonly settings: () => MachineConfig) {
     this.budget = new ByteBudget('key-value space', { total: 'budgets.kvBytes', perOwner: 'budgets.kvBytesPerToken' }, () => {
       const s = settings();
       return { total: s.maxKvTotalBytes, perOwner: s.maxKvBytesPerOwner };
@@ -63,7 +63,7 @@ export class KvStore {
     const old = this.byKey.get(key);
     const mismatch = revisionMismatch(key, old, ifRevision);
     if (mismatch) return mismatch;
-    const over = this.budget.check(rec.owner, utf8Length(key) + value.length, freedBy(old));
+    const over = this.budget.check(rec.owner, utf8Length(key) + value.length, freedBy(old)) ?? this.tieProblem(rec, ephemeral && old?.session !== rec ? 1 : 0);
     if (over) return over;
     this.write(ctx, rec, { key, old, value, ephemeral }, at);
     return { type: 'written', revision: ctx.index };
@@ -104,7 +104,8 @@ export class KvStore {
     }));
     let stored = 0;
     for (const w of plan) if (w.value !== null) stored += utf8Length(w.key) + w.value.length;
-    const over = this.budget.checkBatch(rec.owner, stored, plan.flatMap((w) => freedBy(w.old) ?? []));
+    const ties = plan.filter((w) => w.ephemeral && w.old?.session !== rec).length;
+    const over = this.budget.checkBatch(rec.owner, stored, plan.flatMap((w) => freedBy(w.old) ?? [])) ?? this.tieProblem(rec, ties);
     if (over) return over;
     const results: TxnOpResult[] = plan.map((w) => {
       if (w.value !== null) {
@@ -170,6 +171,13 @@ export class KvStore {
       this.byKey.set(key, { value, revision: readIndex(t[2], appliedIndex, 'revision'), bytes, owner, session });
       this.budget.charge(owner, bytes);
     });
+  }
+
+  /** Keys tied to a session count with its locks (sessionLoad): its end deletes them all in
+   *  one entry, so they are bounded as its locks are (maxLocksPerSession). */
+  private tieProblem(rec: SessionRecord, newTies: number): MachineError | null {
+    const { maxLocksPerSession } = this.settings();
+    return newTies > 0 && sessionLoad(rec) + newTies > maxLocksPerSession ? tooManyLocks(rec, maxLocksPerSession) : null;
   }
 
   private compareHolds(c: TxnCompare, holds: (lock: string, token: number) => boolean): boolean {

@@ -5,7 +5,7 @@
 // token that is not an admin token may neither revoke nor see others' sessions.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { LockClient, SessionExpiredError } from '../../src/client/index.js';
+import { LockClient, PermissionDeniedError, SessionExpiredError } from '../../src/client/index.js';
 import type { LockInfo, SessionView } from '../../src/protocol/client-protocol.js';
 import { palisadeAt } from '../support/cli-process.js';
 import { TestCluster, until } from '../support/cluster.js';
@@ -116,6 +116,24 @@ describe('session list, show and revoke', () => {
     const again = await cli(TOKENS.ops, ['session', 'revoke', String(stuck.session), '--reason', 'twice']);
     assert.equal(again.code, 1);
     assert.match(again.err, /not open/);
+  });
+
+  test('the SDK\'s admin surface: list, show and revoke; a token that is not an admin token cannot revoke', async () => {
+    const ops = await client(TOKENS.ops, 'sdk-operator');
+    const tenant = await client(TOKENS.batch, 'sdk-tenant:1');
+    const held = await tenant.acquire('batch/sdk');
+    const id = tenant.sessionId!;
+    const listed = await ops.admin.sessions({ prefix: 'sdk-tenant:' });
+    assert.deepEqual(listed.map((v) => [v.session, v.owner, v.locks.map((l) => l.name)]), [[id, 'batch', ['batch/sdk']]]);
+    assert.equal((await ops.admin.session(id))?.label, 'sdk-tenant:1');
+    const own = await tenant.admin.sessions();
+    assert.ok(own.every((v) => v.owner === 'batch'), 'a tenant lists its own sessions only');
+    await assert.rejects(tenant.admin.revokeSession(id, 'self-revoke'), PermissionDeniedError);
+    const { index } = await ops.admin.revokeSession(id, 'sdk test');
+    assert.ok(index > held.token);
+    await until(() => held.signal.aborted, 10_000, 'the tenant\'s signal');
+    assert.equal(await ops.admin.session(id), null);
+    await assert.rejects(ops.admin.revokeSession(id, 'again'), SessionExpiredError);
   });
 
   test('over HTTP: list, show and revoke (on a follower, which forwards), with the same rights', async () => {

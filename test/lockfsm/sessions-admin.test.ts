@@ -95,6 +95,21 @@ describe('ephemeral keys', () => {
     assert.equal(d.m.kvGet('k'), null);
   });
 
+  it('count with the session\'s locks against maxLocksPerSession: its end undoes them in one entry', () => {
+    const d = new Driver({ ...TEST_CONFIG, maxLocksPerSession: 3 });
+    const a = d.open();
+    d.acquire(a, 'l');
+    put(d, a, 'k1', bytes(1), { ephemeral: true });
+    put(d, a, 'k2', bytes(1), { ephemeral: true });
+    const over = put(d, a, 'k3', bytes(1), { ephemeral: true });
+    assert.equal(over.result.type === 'error' && over.result.code, 'LIMIT_EXCEEDED');
+    assert.equal(d.m.kvGet('k3'), null);
+    assert.equal(put(d, a, 'k3', bytes(1)).result.type, 'written', 'a key not tied to the session does not count');
+    assert.equal(put(d, a, 'k1', bytes(2), { ephemeral: true }).result.type, 'written', 'tying a key again costs nothing');
+    const txn2 = txn(d, a, [], [{ op: 'put', key: 'k4', value: bytes(1), ephemeral: true }]);
+    assert.equal(txn2.result.type === 'error' && txn2.result.code, 'LIMIT_EXCEEDED');
+  });
+
   it('a fenced ephemeral put with a stale token is FENCED', () => {
     const d = new Driver();
     const a = d.open();
