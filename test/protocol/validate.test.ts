@@ -189,6 +189,7 @@ describe('parseServerFrame', () => {
     { event: 'granted', index: 10, session: 42, name: 'a', token: 10, mode: 'exclusive' },
     { event: 'released', index: 11, session: 42, name: 'a', token: 10, reason: 'expire' },
     { event: 'sessionExpired', index: 12, session: 42 },
+    { event: 'sessionExpired', index: 13, session: 42, reason: 'revoke', detail: 'stuck', by: 'ops' },
     { event: 'electionChanged', index: 13, election: 'e', leader: null, value: null, token: null },
     { event: 'electionChanged', index: 14, election: 'e', leader: 42, value: 'host', token: 14 },
     { event: 'kvChanged', index: 15, key: 'k', value: bin(1), revision: 15 },

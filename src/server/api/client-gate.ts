@@ -184,6 +184,11 @@ export class ConnectionGate {
     this.wasRevoked = this.principal === null;
   }
 
+  /** The client's address (for audit lines). */
+  get remoteAddress(): string {
+    return this.conn.remoteAddress;
+  }
+
   /** The refusal to answer instead of serving `req`, or null to serve it. */
   admit(req: Request): WireError | null {
     if (req.op === 'hello') {
