@@ -151,7 +151,8 @@ class Fields {
   }
 
   /**
-   * A name a request creates (a lock, an election, a key, an operation, a session label):
+   * A name a request creates (a lock, an election, a key, an operation, a session label; a
+   * revoke's reason, which the revoked holder is shown, is held to the same rule):
    * no control characters. Names that exist are still accepted where a request only refers
    * to them (release, get, delete...), so a name made before this rule can be cleaned up.
    */
@@ -241,7 +242,7 @@ class Fields {
     if (!Array.isArray(v) || v.length > MAX_LIST_ITEMS) this.fail(name, `an array of at most ${MAX_LIST_ITEMS} maps`);
     return v.map((x, i) => {
       if (!isPlainObject(x)) this.fail(`${name}[${i}]`, 'a map');
-      return item(new Fields(x, `${this.where}.${name}[${i}]`));
+      return item(new Fields(x, `${this.where}.${name}[${i}]`, this.request));
     });
   }
 
@@ -274,7 +275,7 @@ function txnCompare(f: Fields): TxnCompare {
 function txnOp(f: Fields): TxnOp {
   const op = f.oneOf('op', ['put', 'delete'] as const);
   if (op === 'delete') return { op, key: f.string('key', true) };
-  return withoutUndefined({ op, key: f.string('key', true), value: f.bytes('value'), ephemeral: f.optBool('ephemeral') });
+  return withoutUndefined({ op, key: f.newName('key'), value: f.bytes('value'), ephemeral: f.optBool('ephemeral') });
 }
 
 /** Optional fields are left out rather than set to undefined. */
@@ -422,7 +423,7 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'sessionInfo':
       return { id, op, session: f.uint('session', 1) };
     case 'revokeSession': {
-      const reason = f.string('reason', true);
+      const reason = f.newName('reason'); // shown to the holder and on operators' terminals
       if (utf8Length(reason) > MAX_REASON_BYTES) throw new Invalid('INVALID_ARGUMENT', `revokeSession.reason: at most ${MAX_REASON_BYTES} UTF-8 bytes`);
       return { id, op, session: f.uint('session', 1), reason };
     }
