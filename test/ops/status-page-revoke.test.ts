@@ -1,45 +1,53 @@
+// @system: a system suite (scripts/run-tests.mjs): run by `npm run test:system` and CI.
 // The status page's sessions table and its revoke button, in headless Chromium against a real
 // 3-node cluster with authentication: the page lists the sessions with what they hold, a
 // revoke needs an admin token typed into the page (a token that is not one is refused), and a
 // revoke from the page ends the session as `palisade session revoke` does: the holder's signal
-// fires. The endpoint itself refuses a request without a token, and refuses everyone when the
-// cluster has no auth (any web page could otherwise revoke through the operator's browser).
-// Needs Debian's `chromium`, as test/ops/status-page.test.ts does.
+// fires. The endpoint itself refuses a request without a token, one from another site's page
+// or under another host name (the HTTP port's browser policy) or not said to be JSON, and
+// refuses everyone when the cluster has no auth (any web page could otherwise revoke through
+// the operator's browser).
+// Needs Debian's `chromium` (test/support/chromium.ts), as test/ops/status-page.test.ts does.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { request } from 'node:http';
 import { after, test } from 'node:test';
-import { chromium, type BrowserContext } from 'playwright-core';
 import { LockClient, SessionExpiredError } from '../../src/client/index.js';
+import { launchChromium, type Browser } from '../support/chromium.js';
 import { TestCluster, until } from '../support/cluster.js';
 
-const CHROMIUM = process.env.PALISADE_CHROMIUM ?? '/usr/bin/chromium';
 const TOKENS = { app: 'app-token-0123456789abcdef', ops: 'ops-admin-token-0123456789' };
 
 const clusters: TestCluster[] = [];
 const clients: LockClient[] = [];
-let context: BrowserContext | null = null;
-let profile: string | null = null;
+let browser: Browser | null = null;
 
 after(async () => {
-  await context?.close().catch(() => {});
+  await browser?.close();
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
   await Promise.all(clusters.map((c) => c.stop()));
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
-async function revokeOverHttp(httpUrl: string, body: unknown, token?: string): Promise<{ status: number; body: { error?: string; index?: number } }> {
-  const res = await fetch(`${httpUrl}/api/sessions/revoke`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
+/** A revoke POST as a program sends it; `headers` add to (or replace) its JSON content type
+ *  and token (node:http: fetch would not send another Host). */
+function revokeOverHttp(httpUrl: string, body: unknown, token?: string, headers: Record<string, string> = {}): Promise<{ status: number; body: { error?: string; index?: number } }> {
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${httpUrl}/api/sessions/revoke`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (data += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(data) as { error?: string; index?: number } }));
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
   });
-  return { status: res.status, body: (await res.json()) as { error?: string; index?: number } };
 }
 
 test('the sessions table lists holders; the page revokes with an admin token, and only with one', { timeout: 120_000 }, async () => {
-  assert.ok(existsSync(CHROMIUM), `chromium is not installed at ${CHROMIUM} (apt-get install chromium; .ci/run does)`);
   const c = await TestCluster.started({
     credentials: { token: TOKENS.ops },
     extraConfig: { auth: { tokens: [{ name: 'app', token: TOKENS.app }, { name: 'ops', token: TOKENS.ops, admin: true }] } },
@@ -51,9 +59,8 @@ test('the sessions table lists holders; the page revokes with an admin token, an
   await holder.put('svc/reports', 'up', { session: true });
   const session = holder.sessionId!;
 
-  profile = mkdtempSync(join(tmpdir(), 'palisade-chromium-'));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
-  const page = context.pages()[0] ?? (await context.newPage());
+  browser = await launchChromium();
+  const page = browser.page;
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${c.nodes[0]!.httpUrl}/`);
@@ -91,6 +98,16 @@ test('the sessions table lists holders; the page revokes with an admin token, an
 
   // The endpoint without the page: no token, a bad body.
   assert.equal((await revokeOverHttp(c.nodes[1]!.httpUrl, { session: 1, reason: 'x' })).status, 401);
+  // The port's browser policy holds for it as for every path: another site's page (its
+  // Origin), a rebound host name, a body not said to be JSON are refused, admin token or not.
+  const other = await LockClient.connect({ endpoints: c.endpoints, authToken: TOKENS.app });
+  clients.push(other);
+  const target = { session: other.sessionId, reason: 'from elsewhere' };
+  assert.equal((await revokeOverHttp(c.nodes[1]!.httpUrl, target, TOKENS.ops, { origin: 'https://evil.example' })).status, 403);
+  assert.equal((await revokeOverHttp(c.nodes[1]!.httpUrl, target, TOKENS.ops, { host: 'evil.example' })).status, 421);
+  assert.equal((await revokeOverHttp(c.nodes[1]!.httpUrl, target, TOKENS.ops, { 'content-type': 'text/plain' })).status, 415);
+  const listed = (await (await fetch(`${c.nodes[1]!.httpUrl}/api/sessions`)).json()) as { rows: { session: number }[] };
+  assert.ok(listed.rows.some((r) => r.session === other.sessionId), 'none of them revoked the session');
   assert.equal((await revokeOverHttp(c.nodes[1]!.httpUrl, { session: 'one', reason: 'x' }, TOKENS.ops)).status, 400);
   assert.equal((await revokeOverHttp(c.nodes[1]!.httpUrl, { session, reason: 'again' }, TOKENS.ops)).status, 404, 'not open any more');
   const get = await fetch(`${c.nodes[1]!.httpUrl}/api/sessions/revoke`);
