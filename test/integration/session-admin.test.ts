@@ -75,7 +75,10 @@ describe('session list, show and revoke', () => {
     assert.equal(mine.code, 0, mine.err);
     const jobsView = JSON.parse(mine.out) as SessionView[];
     assert.ok(jobsView.length >= 2 && jobsView.every((s) => s.owner === 'jobs'), mine.out);
-    assert.equal((await cli(TOKENS.batch, ['session', 'show', String(stuck.session)])).code, 77, 'another token\'s session');
+    // Another token's session does not exist for it: the answer of a session that is not open.
+    const foreign = await cli(TOKENS.batch, ['session', 'show', String(stuck.session)]);
+    assert.equal(foreign.code, 1, foreign.err);
+    assert.equal(foreign.err, `palisade: session ${stuck.session} is not open (never opened, closed, expired or revoked)\n`);
     const denied = await cli(TOKENS.jobs, ['session', 'revoke', String(stuck.session), '--reason', 'not mine to revoke']);
     assert.equal(denied.code, 77, denied.err);
     assert.match(denied.err, /PERMISSION_DENIED/);

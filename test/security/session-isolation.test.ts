@@ -59,6 +59,9 @@ describe('sessions belong to the token that opened them', () => {
             const message = refused(await jobs.call(body), 'UNKNOWN_SESSION', `${String(body.op)} on session ${session}`);
             assert.equal(message, `session ${session} is not open (never opened, closed or expired)`);
           }
+          // A read of it is answered as a read of a session that is not open is: null.
+          const info = await jobs.call({ op: 'sessionInfo', session });
+          assert.ok(info.ok && info.result === null, `sessionInfo on session ${session}: ${JSON.stringify(info)}`);
         }
       }
 

@@ -40,6 +40,14 @@ function isChallenge(req: Request): req is Extract<Request, { op: 'hello' }> & {
   return req.op === 'hello' && req.challenge !== undefined;
 }
 
+/** The answer to a refused request. To anyone but its owner (and admins) a session does not
+ *  exist (session-owner.ts), and `sessionInfo` answers a session that is not open with null:
+ *  so it answers its refusal as unknown too, or the two answers would tell live ids apart. */
+function refusedAnswer<R extends Request>(req: R, refused: WireError): Answer<R['op']> {
+  if (req.op === 'sessionInfo' && refused.code === 'UNKNOWN_SESSION') return answer('sessionInfo', null) as Answer<R['op']>;
+  return fail(refused.code, refused.message);
+}
+
 /** The node as request dispatch sees it (parts made at start are read through functions). */
 export interface DispatchCore {
   readonly id: NodeId;
@@ -76,7 +84,7 @@ export class RequestDispatcher {
   async serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>> {
     const refused = isChallenge(req) ? null : await this.admit(gate, req);
     const ans: Answer<R['op']> = refused
-      ? fail(refused.code, refused.message)
+      ? refusedAnswer(req, refused)
       : isChallenge(req)
         ? (this.answerChallenge(gate, req) as Answer<R['op']>) // as in handle: the case's op is R's
         : await this.handle(ownSessionsOnly(gate.who, req), sink, gate.owner);
