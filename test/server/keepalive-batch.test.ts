@@ -24,7 +24,7 @@ test('keepalives that arrive within one window travel in one batch, each answere
   assert.deepEqual(sent.map((x) => x.sessions), [[1, 2, 3]]);
   assert.deepEqual(answers, [
     { ok: true, result: { ttlMs: 1_000 } },
-    { ok: false, error: { code: 'UNKNOWN_SESSION', message: 'session 2 does not exist (expired or closed)' } },
+    { ok: false, error: { code: 'UNKNOWN_SESSION', message: 'session 2 is not open (never opened, closed or expired)' } },
     { ok: true, result: { ttlMs: 3_000 } },
   ]);
   assert.equal(b.batches, 1);

@@ -108,7 +108,7 @@ test("the leader renews a batch after one confirmed round: each known session's 
   const { d, leases } = setup({ role: 'leader' });
   leases.activate(0, [{ session: 4, ttlMs: 7_000 }, { session: 6, ttlMs: 9_000 }]);
   assert.deepEqual(await d.renewLeases([6, 5, 4]), { ok: true, result: { ttls: [9_000, null, 7_000] } });
-  assert.deepEqual(await d.handle({ id: 1, op: 'keepAlive', session: 5 }, null), { ok: false, error: { code: 'UNKNOWN_SESSION', message: 'session 5 does not exist (expired or closed)' } });
+  assert.deepEqual(await d.handle({ id: 1, op: 'keepAlive', session: 5 }, null), { ok: false, error: { code: 'UNKNOWN_SESSION', message: 'session 5 is not open (never opened, closed or expired)' } });
 });
 
 test('a batch no round confirms is UNAVAILABLE as a whole, and so is one that reaches a follower', async () => {
