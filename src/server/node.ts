@@ -158,7 +158,7 @@ export class PalisadeNode {
       this.log,
       this.clock,
     );
-    this.gate = new ClientGate(cfg, this.log, () => this.machine);
+    this.gate = new ClientGate(cfg, this.log, () => this.machine, this.clock);
     this.removal = new Removal({ id: this.id, raft: this.raft, clock: this.clock, log: this.log, electionTimeoutMs, appliedIndex: () => this.machine.appliedIndex, stopping: () => this.stopping, removed: (why) => this.onRemoved(why) });
     this.forwarder = new Forwarder(
       {

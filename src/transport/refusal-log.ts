@@ -20,9 +20,23 @@ const MAX_TRACKED = 10_000;
 
 export type RefusalLevel = 'info' | 'warn';
 
+/** Where the window's timer comes from: the process's timers, or a node's clock (a simulated
+ *  node's timers must be its virtual clock's, so that a seed replays its run). */
+export interface RefusalTimers {
+  setInterval(fn: () => void, ms: number): RefusalTimer;
+  clear(timer: RefusalTimer): void;
+}
+type RefusalTimer = { unref?(): unknown };
+
+const PROCESS_TIMERS: RefusalTimers = {
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clear: (timer) => clearInterval(timer as ReturnType<typeof setInterval>),
+};
+
 export interface RefusalLogOptions {
   readonly windowMs?: number;
   readonly level?: RefusalLevel;
+  readonly timers?: RefusalTimers;
 }
 
 interface AddressCount {
@@ -42,7 +56,8 @@ export class RefusalLog {
   private loggedInFull = 0;
   private overflowCount = 0;
   private readonly overflowAddresses = new Set<string>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly timers: RefusalTimers;
+  private timer: RefusalTimer | null = null;
   /** Lines written so far (for tests and metrics). */
   lines = 0;
   /** Refusals counted so far. */
@@ -60,6 +75,7 @@ export class RefusalLog {
   ) {
     this.windowMs = options.windowMs ?? REFUSAL_WINDOW_MS;
     this.level = options.level ?? 'warn';
+    this.timers = options.timers ?? PROCESS_TIMERS;
   }
 
   /**
@@ -90,14 +106,14 @@ export class RefusalLog {
   /** Write the window's summaries now and stop the timer (the node is stopping). */
   close(): void {
     this.flush();
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) this.timers.clear(this.timer);
     this.timer = null;
   }
 
   private arm(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => this.flush(), this.windowMs);
-    this.timer.unref();
+    this.timer = this.timers.setInterval(() => this.flush(), this.windowMs);
+    this.timer.unref?.();
   }
 
   /** End of a window: sum up what was counted, and forget the quiet addresses. */
@@ -126,7 +142,7 @@ export class RefusalLog {
     this.overflowCount = 0;
     this.overflowAddresses.clear();
     if (next.size === 0 && this.timer) {
-      clearInterval(this.timer);
+      this.timers.clear(this.timer);
       this.timer = null;
     }
   }

@@ -23,6 +23,7 @@ import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
 import { RefusalLog } from '../../transport/refusal-log.js';
 import { AddressLimits } from './address-limits.js';
+import { systemClock, type NodeClock } from '../clock.js';
 
 export class ClientGate {
   private tokens: TokenRegistry | null;
@@ -42,11 +43,12 @@ export class ClientGate {
     private readonly cfg: ClusterConfig,
     private readonly log: Logger,
     private readonly machine: () => MachineView,
+    clock: NodeClock = systemClock,
   ) {
     this.auth = cfg.auth;
     this.tokens = cfg.auth ? new TokenRegistry(cfg.auth.tokens) : null;
-    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info' });
-    this.addresses = new AddressLimits(cfg.limits);
+    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info', timers: clock });
+    this.addresses = new AddressLimits(cfg.limits, () => clock.now());
   }
 
   /** A session closed or expired: it no longer counts for the address that opened it. */
