@@ -121,10 +121,10 @@ export async function serveStream(node: ApiNode, gate: ConnectionGate, req: Extr
 
 /**
  * The prefix's entries as `snapshot` events of at most PAGE_ENTRIES entries (or about
- * PAGE_BYTES of JSON) each: `{"prefix", "entries", "more", "revision"}`, `more` false on the
- * last, which carries the revision the snapshot reflects as its SSE id (an EventSource that
- * loses the stream sends it back as Last-Event-ID, and resumes from it). Each page is built
- * only once the previous one has (nearly) left.
+ * PAGE_BYTES of JSON) each: `{"prefix", "revision", "truncated", "entries", "more"}`,
+ * `more` false on the last, which carries the revision the snapshot reflects as its SSE id
+ * (an EventSource that loses the stream sends it back as Last-Event-ID, and resumes from it).
+ * Each page is built only once the previous one has (nearly) left.
  */
 async function writeSnapshotPages(out: SseWriter, prefix: string, snap: WatchSnapshot): Promise<void> {
   const { entries, revision, truncated } = snap;
