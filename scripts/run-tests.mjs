@@ -6,7 +6,7 @@
 // Files marked `@system` are the system suites: the release tarball and the client package
 // installed into empty projects, the deployment guide run in network namespaces, the Go and
 // Python clients built and installed, the conformance table over three languages, headless
-// Chromium against the status page. They need minutes and the machine's tools rather than
+// Chromium against the status page, a real Prometheus firing the alert rules. They need minutes and the machine's tools rather than
 // the server's logic; `npm test` leaves them to `npm test -- --system` (npm run
 // test:system), which CI runs as a stage of its own. `--all` runs both.
 import { readFileSync, readdirSync, statSync } from 'node:fs';

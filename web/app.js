@@ -4,6 +4,7 @@
 //                 gathered it), `events` (recent events), `locks` (the tables changed)
 //   /api/locks    one page of the lock table (?prefix=&offset=&limit=)
 //   /api/elections one page of elections
+//   /api/sessions one page of sessions; POST /api/sessions/revoke revokes one (admin token)
 // Text from the cluster (lock names, election values) is only ever set as textContent.
 
 const PAGE_SIZE = 50;
@@ -19,6 +20,7 @@ const state = {
   lastLeader: null, // the last leader seen, kept through a leaderless gap
   noLeaderSince: null, // Date.now() when this page last saw the cluster without a leader
   prefix: '',
+  sessionPrefix: '',
   offset: 0,
   total: 0,
   events: [],
@@ -217,6 +219,58 @@ function renderElections(page) {
   );
 }
 
+function fmtAgo(ms) {
+  return ms === null || ms === undefined ? '—' : `${fmtSeconds(ms)} ago`;
+}
+
+function renderSessions(page) {
+  $('#sessions-count').textContent = `${page.total}`;
+  $('#sessions tbody').replaceChildren(
+    ...page.rows.map((s) => {
+      const holds = [...s.locks.map((l) => `${l.name} #${l.token}`), ...s.elections.map((e) => `election ${e}`)].join(', ') || '—';
+      const button = el('button', { type: 'button', class: 'revoke', 'data-session': s.session }, 'Revoke');
+      button.addEventListener('click', () => void revokeSession(s));
+      return el(
+        'tr',
+        { 'data-session': s.session },
+        td(s.session, 'num'),
+        td(s.label ?? '—', 'name'),
+        td(s.owner ?? '—'),
+        td(fmtSeconds(s.ttlMs), 'num'),
+        td(fmtAgo(s.sinceKeepAliveMs)),
+        td(holds),
+        td(s.waits.map((w) => w.name).join(', ') || '—'),
+        td(s.ephemeralKeys.join(', ') || '—'),
+        el('td', {}, button),
+      );
+    }),
+  );
+}
+
+/** Revoke through the node that served the page, with the admin token typed in the page. */
+async function revokeSession(s) {
+  const result = $('#sessions-result');
+  const token = $('#admin-token').value.trim();
+  if (token === '') {
+    result.textContent = 'revoking needs an admin token: type it in "Admin token"';
+    return;
+  }
+  const reason = window.prompt(`Revoke session ${s.session} (${s.label ?? 'no label'})? Its locks are freed after their lock-delay. Reason, for the audit log:`);
+  if (reason === null || reason.trim() === '') return;
+  try {
+    const res = await fetch('/api/sessions/revoke', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ session: s.session, reason: reason.trim() }),
+    });
+    const body = await res.json();
+    result.textContent = res.ok ? `revoked session ${s.session} (entry ${body.index})` : `not revoked: ${body.error}`;
+  } catch (e) {
+    result.textContent = `not revoked: ${e.message}`;
+  }
+  void refreshTables();
+}
+
 async function getJson(path) {
   const res = await fetch(path, { cache: 'no-store' });
   if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
@@ -238,7 +292,8 @@ async function refreshTables() {
   state.tablesAgain = false;
   try {
     const q = new URLSearchParams({ prefix: state.prefix, offset: String(state.offset), limit: String(PAGE_SIZE) });
-    const [locks, elections] = await Promise.all([getJson(`/api/locks?${q}`), getJson('/api/elections?limit=50')]);
+    const sq = new URLSearchParams({ prefix: state.sessionPrefix, limit: String(PAGE_SIZE) });
+    const [locks, elections, sessions] = await Promise.all([getJson(`/api/locks?${q}`), getJson('/api/elections?limit=50'), getJson(`/api/sessions?${sq}`)]);
     if (locks.rows.length === 0 && locks.offset > 0 && locks.total > 0) {
       // The page we were on emptied: go to the last one that has rows.
       state.offset = Math.max(0, Math.floor((locks.total - 1) / PAGE_SIZE) * PAGE_SIZE);
@@ -247,6 +302,7 @@ async function refreshTables() {
       renderLocks(locks);
     }
     renderElections(elections);
+    renderSessions(sessions);
   } catch (e) {
     console.warn('refreshing tables failed', e);
   } finally {
@@ -317,6 +373,11 @@ $('#locks-filter').addEventListener('submit', (ev) => {
   ev.preventDefault();
   state.prefix = $('#prefix').value;
   state.offset = 0;
+  void refreshTables();
+});
+$('#sessions-tools').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  state.sessionPrefix = $('#session-prefix').value;
   void refreshTables();
 });
 $('#prev').addEventListener('click', () => {

@@ -19,8 +19,10 @@ export const EXIT = {
 export const KV_EXIT = {
   /** `kv get`: no such key. */
   NOT_FOUND: 1,
-  /** --if-revision did not match. */
+  /** --if-revision did not match; `kv txn`: a compare did not hold (the failure branch applied). */
   CONFLICT: 65,
+  /** `kv watch --from-revision`: the cluster's watch history no longer reaches back that far. */
+  COMPACTED: 66,
   /** The cluster could not be reached or did not answer in time. */
   UNAVAILABLE: 69,
   /** --lock was not acquired within --wait. */
@@ -29,6 +31,17 @@ export const KV_EXIT = {
   FENCED: 75,
   DENIED: 77,
   USAGE: 64,
+} as const;
+
+/** Exit codes of `palisade health`, for cron and load balancers (as Nagios plugins: 0 OK,
+ *  1 warning, 2 critical). */
+export const HEALTH_EXIT = {
+  /** Every member up, with a failure to spare. */
+  healthy: 0,
+  /** Writes go on, but a member is down or the cluster survives no further failure. */
+  degraded: 1,
+  /** No quorum or no leader (or no node answered): writes stop. */
+  lost: 2,
 } as const;
 
 /** Exit codes of `palisade serve` (the systemd unit's restart policy follows them). */

@@ -8,6 +8,7 @@
 // and releases it.
 import { KV_EXIT } from './exit-codes.js';
 import {
+  CompactedError,
   ConflictError,
   FencedError,
   InvalidArgumentError,
@@ -16,6 +17,7 @@ import {
   LockTimeoutError,
   TimeoutError,
   type KvChange,
+  type TxnRequest,
   type WriteOptions,
 } from '../client/index.js';
 import { explainFailure, sdkCredentials } from './credentials.js';
@@ -32,6 +34,8 @@ export interface KvWriteOptions {
   ifRevision?: number;
   ttl?: number;
   json?: boolean;
+  /** put: tie the key to this command's session and hold it until a signal. */
+  ephemeral?: boolean;
 }
 
 function say(msg: string): void {
@@ -97,19 +101,40 @@ export async function kvPutCommand(key: string, value: string, o: KvWriteOptions
   const client = await connect(o.endpoints, o.ttl);
   if (typeof client === 'number') return client;
   try {
-    const { result, token } = await withOptionalLock(client, o, (options) => client.put(key, value, options));
+    const session = o.ephemeral ? client.sessionId : null;
+    const { result, token } = await withOptionalLock(client, o, (options) => client.put(key, value, { ...options, ...(session !== null ? { session } : {}) }));
     const { revision } = result;
     if (o.json) {
-      process.stdout.write(`${safeJson({ key, revision, ...(o.lock !== undefined ? { lock: o.lock, token } : {}) }, 0)}\n`);
+      process.stdout.write(`${safeJson({ key, revision, ...(o.lock !== undefined ? { lock: o.lock, token } : {}), ...(session !== null ? { session } : {}) }, 0)}\n`);
     } else {
-      process.stdout.write(`${printable(key)}: revision ${revision}${o.lock !== undefined ? ` (fenced by ${printable(o.lock)} with token ${token})` : ''}\n`);
+      process.stdout.write(`${printable(key)}: revision ${revision}${o.lock !== undefined ? ` (fenced by ${printable(o.lock)} with token ${token})` : ''}${session !== null ? `, tied to session ${session}` : ''}\n`);
     }
-    return 0;
+    return session === null ? 0 : await holdEphemeral(client, key, session);
   } catch (e) {
     return writeFailure(e, `put ${key}`);
   } finally {
     await client.close().catch(() => {});
   }
+}
+
+/**
+ * `put --ephemeral`: the key lives as long as this command's session. Held until Ctrl-C or
+ * SIGTERM (the session is closed, so the key goes now: exit 0), or until the session ends
+ * otherwise (an operator's revoke, an expiry: the key is gone; exit ${KV_EXIT.FENCED}).
+ */
+async function holdEphemeral(client: LockClient, key: string, session: number): Promise<number> {
+  const ended = client.sessionSignal;
+  if (ended === null) return KV_EXIT.FENCED;
+  say(`holding ${key} in session ${session} until Ctrl-C (the key is deleted when the session ends)`);
+  const how = await new Promise<'signal' | 'ended'>((resolve) => {
+    guard?.handOver(() => resolve('signal'));
+    if (ended.aborted) resolve('ended');
+    else ended.addEventListener('abort', () => resolve('ended'), { once: true });
+  });
+  guard?.handOver(null);
+  if (how === 'signal') return 0;
+  say(`session ${session} ended, and ${key} with it: ${(ended.reason as Error | undefined)?.message ?? 'no reason given'}`);
+  return KV_EXIT.FENCED;
 }
 
 export async function kvDeleteCommand(key: string, o: KvWriteOptions): Promise<number> {
@@ -182,10 +207,10 @@ export function formatChange(ch: KvChange, json: boolean): string {
   return `put ${printable(ch.key)} ${ch.revision} ${'value' in v ? safeJson(v.value, 0) : `base64:${v.valueBase64}`}`;
 }
 
-export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; json?: boolean; includeExisting?: boolean }): Promise<number> {
+export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; json?: boolean; includeExisting?: boolean; fromRevision?: number }): Promise<number> {
   const client = await connect(o.endpoints);
   if (typeof client === 'number') return client;
-  const watch = client.watch(prefix, { includeExisting: o.includeExisting === true });
+  const watch = client.watch(prefix, { includeExisting: o.includeExisting === true, ...(o.fromRevision !== undefined ? { fromRevision: o.fromRevision } : {}) });
   // The watch runs until Ctrl-C: the signal ends it, and the command ends with 0.
   guard?.handOver(() => watch.close());
   try {
@@ -196,10 +221,81 @@ export async function kvWatchCommand(prefix: string, o: { endpoints: string[]; j
     for await (const ch of watch) process.stdout.write(`${formatChange(ch, o.json === true)}\n`);
     return 0;
   } catch (e) {
+    if (e instanceof CompactedError) {
+      say(`watch ${JSON.stringify(prefix)}: ${e.message}`);
+      return KV_EXIT.COMPACTED;
+    }
     say(`watch ${JSON.stringify(prefix)} failed: ${explainFailure(e)}`);
     return exitCodeFor(e);
   } finally {
     guard?.handOver(null);
     await client.close().catch(() => {});
   }
+}
+
+/**
+ * `kv txn [FILE]`: a transaction from JSON (FILE, or stdin): {"compare": [...], "success":
+ * [...], "failure": [...]} as the protocol has them, values as "value" (text) or
+ * "valueBase64". With --lock, the lock is taken for the transaction and a compare that it is
+ * held with its token is added first: the writes apply only while this command holds it.
+ * Prints the outcome; exit 0 when the success branch applied, CONFLICT's status when not.
+ */
+export async function kvTxnCommand(text: string, o: { endpoints: string[]; lock?: string; wait?: number; json?: boolean }): Promise<number> {
+  let txn: TxnRequest;
+  try {
+    txn = txnFromText(text);
+  } catch (e) {
+    say(`txn: ${(e as Error).message}`);
+    return KV_EXIT.USAGE;
+  }
+  const client = await connect(o.endpoints);
+  if (typeof client === 'number') return client;
+  try {
+    const run = async (): Promise<{ outcome: Awaited<ReturnType<LockClient['txn']>>; token: number | null }> => {
+      if (o.lock === undefined) return { outcome: await client.txn(txn), token: null };
+      const lock = await client.acquire(o.lock, o.wait === undefined ? {} : { waitMs: o.wait });
+      try {
+        const compare = [{ target: 'lock' as const, lock }, ...(txn.compare ?? [])];
+        return { outcome: await client.txn({ ...txn, compare }), token: lock.token };
+      } finally {
+        await lock.release().catch(() => {});
+      }
+    };
+    const { outcome, token } = await run();
+    if (o.json) process.stdout.write(`${safeJson({ ...outcome, ...(token !== null ? { lock: o.lock, token } : {}) }, 0)}\n`);
+    else if (outcome.succeeded) process.stdout.write(`applied the success branch at revision ${outcome.revision} (${outcome.results.length} writes)\n`);
+    else process.stdout.write(`compare(s) ${outcome.failed.join(', ')} did not hold: applied the failure branch at revision ${outcome.revision} (${outcome.results.length} writes)\n`);
+    return outcome.succeeded ? 0 : KV_EXIT.CONFLICT;
+  } catch (e) {
+    return writeFailure(e, 'txn');
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+/** The JSON of a transaction, values as text or base64, as the SDK's TxnRequest. */
+export function txnFromText(text: string): TxnRequest {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`not JSON: ${(e as Error).message}`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('expected an object {"compare": [...], "success": [...], "failure": [...]}');
+  const o = raw as Record<string, unknown>;
+  const ops = (name: string): TxnRequest['success'] => {
+    const list = o[name] ?? [];
+    if (!Array.isArray(list)) throw new Error(`${name} must be an array`);
+    return list.map((op: unknown, i: number) => {
+      if (typeof op !== 'object' || op === null) throw new Error(`${name}[${i}] must be an object`);
+      const { valueBase64, value, ...rest } = op as Record<string, unknown>;
+      if (rest.op !== 'put') return rest as never;
+      const bytes = typeof valueBase64 === 'string' ? new Uint8Array(Buffer.from(valueBase64, 'base64')) : typeof value === 'string' ? value : undefined;
+      if (bytes === undefined) throw new Error(`${name}[${i}]: a put needs "value" (text) or "valueBase64"`);
+      return { ...rest, value: bytes } as never;
+    });
+  };
+  const compare = o.compare ?? [];
+  if (!Array.isArray(compare)) throw new Error('compare must be an array');
+  return { compare: compare as NonNullable<TxnRequest['compare']>, success: ops('success'), failure: ops('failure') };
 }

@@ -31,6 +31,7 @@ interface WriteFlags {
   wait?: number;
   ifRevision?: number;
   json?: boolean;
+  ephemeral?: boolean;
 }
 
 function writeOptions(cmd: Command): Command {
@@ -49,7 +50,12 @@ function definePut(cmd: Command, endpointsFrom: EndpointsFrom): Command {
       .argument('<key>', 'the key')
       .argument('<value>', 'the value (UTF-8 text; use -- before a value that starts with -)'),
   )
-    .addHelpText('after', `${EXIT_HELP}\n\nExample: palisade put jobs/report/checkpoint '{"page":12}' --lock jobs/report --wait 5000`)
+    .option('--ephemeral', 'tie the key to this command\'s session and hold it until Ctrl-C: the key is deleted when the session ends (service registration)')
+    .option('--ttl <ms>', 'with --ephemeral: the session TTL (how long the key outlives this process if it stops answering)', int(1))
+    .addHelpText(
+      'after',
+      `${EXIT_HELP}\n\nWith --ephemeral the command holds the key until Ctrl-C or SIGTERM (then exits 0, and the key is\ndeleted with the session), or until the session ends otherwise (revoked or expired: exit ${KV_EXIT.FENCED}).\n\nExamples: palisade put jobs/report/checkpoint '{"page":12}' --lock jobs/report --wait 5000\n          palisade put services/web/10.0.0.5 '{"port":8080}' --ephemeral --ttl 10000`,
+    )
     .action(async (key: string, value: string, o: WriteFlags) => {
       process.exitCode = await (await commands()).kvPutCommand(key, value, { ...o, endpoints: endpointsFrom(o.endpoints) });
     });
@@ -62,15 +68,17 @@ function defineWatch(cmd: Command, endpointsFrom: EndpointsFrom): Command {
     .addOption(endpointsOption())
     .option('--json', 'print JSON lines: {"type":"put"|"delete","key","value"|"valueBase64","revision"}')
     .option('--include-existing', 'first print the keys that exist now')
+    .option('--from-revision <r>', 'start after this revision (a revision printed before): every change since, then live ones', int(0))
     .addHelpText(
       'after',
       `
 Lines: put KEY REVISION "VALUE" (a JSON string; base64:... for bytes that are not UTF-8),
 or delete KEY REVISION. "watching PREFIX" goes to stderr once the cluster has the watch.
-After a reconnect the prefix is re-read, so no change is missed; a deletion seen only then
-has revision 0.`,
+After a reconnect (another node, a leader change) the watch resumes from the last revision
+it printed: every change is printed once, in revision order. If the cluster's watch history
+no longer reaches back that far, it says so and exits ${KV_EXIT.COMPACTED}.`,
     )
-    .action(async (prefix: string, o: { endpoints?: string; json?: boolean; includeExisting?: boolean }) => {
+    .action(async (prefix: string, o: { endpoints?: string; json?: boolean; includeExisting?: boolean; fromRevision?: number }) => {
       process.exitCode = await (await commands()).kvWatchCommand(prefix, { ...o, endpoints: endpointsFrom(o.endpoints) });
     });
 }
@@ -97,6 +105,32 @@ export function registerKvCommands(program: Command, endpointsFrom: EndpointsFro
       process.exitCode = await (await commands()).kvDeleteCommand(key, { ...o, endpoints: endpointsFrom(o.endpoints) });
     });
   defineWatch(kv.command('watch'), endpointsFrom);
+  kv.command('txn')
+    .description('apply writes only if every compare holds, else the failure writes: one entry, atomically')
+    .argument('[file]', 'the transaction as JSON (default: stdin)')
+    .addOption(endpointsOption())
+    .option('--lock <name>', 'take this lock and add the compare "held with its token" first (fences the writes)')
+    .option('--wait <ms>', 'with --lock: give up if it is not acquired within this many ms', int(0))
+    .option('--json', 'print the outcome as JSON')
+    .addHelpText(
+      'after',
+      `
+The JSON: {"compare": [...], "success": [...], "failure": [...]}, with compares
+  {"target": "revision", "key": K, "op": "eq"|"ne"|"gt"|"lt", "revision": R}
+  {"target": "absent", "key": K}
+  {"target": "lock", "lock": NAME, "token": T}     (held by this command's session)
+and writes {"op": "put", "key": K, "value": TEXT | "valueBase64": B64, "ephemeral"?: true}
+or {"op": "delete", "key": K}; at most txn.maxOps (16) of each, a key once per branch.
+Exit status: 0 the success branch applied; ${KV_EXIT.CONFLICT} a compare did not hold (the failure branch
+applied); ${KV_EXIT.WAIT_TIMEOUT} --lock not acquired within --wait; ${KV_EXIT.USAGE} bad JSON or a transaction the cluster refuses.
+
+Example: echo '{"compare":[{"target":"absent","key":"cfg/v2"}],"success":[{"op":"put","key":"cfg/v2","value":"on"}]}' | palisade kv txn`,
+    )
+    .action(async (file: string | undefined, o: { endpoints?: string; lock?: string; wait?: number; json?: boolean }) => {
+      const { readFileSync } = await import('node:fs');
+      const text = readFileSync(file === undefined || file === '-' ? 0 : file, 'utf8');
+      process.exitCode = await (await commands()).kvTxnCommand(text, { ...o, endpoints: endpointsFrom(o.endpoints) });
+    });
 
   definePut(program.command('put'), endpointsFrom);
   defineWatch(program.command('watch'), endpointsFrom);

@@ -2,11 +2,12 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadConfig } from '../config/cluster-config.js';
-import { EXIT, UsageError, exitCodeFor } from './exit-codes.js';
+import { EXIT, HEALTH_EXIT, UsageError, exitCodeFor } from './exit-codes.js';
 import { interrupted } from './interrupt.js';
 import { registerAdminCommands } from './admin-commands.js';
 import { registerConfigCommands } from './config-commands.js';
 import { registerCredentialFileCommands } from './credential-register.js';
+import { registerSessionCommands } from './session-commands.js';
 import { registerSnapshotCommands } from './snapshot-register.js';
 import { registerKvCommands } from './kv-register.js';
 import { registerFenceSql } from './fence-sql.js';
@@ -90,12 +91,22 @@ program
   .command('status')
   .description("print each node's role, term, leader, commit and applied index, members and pid")
   .addOption(endpointsOption())
-  .option('--json', 'print JSON')
+  .option('--json', 'print JSON: {nodes: [...], leader, term, quorum: {up, total, needed, tolerates, state}, summary}')
   .option('--watch', 'redraw the table every 500 ms until Ctrl-C')
-  .addHelpText('after', `\nExit status: 0 when a node answered, ${EXIT.UNAVAILABLE} when none did.`)
+  .addHelpText('after', `\nExit status: 0 when a node answered, ${EXIT.UNAVAILABLE} when none did (for the cluster's health as an exit status: palisade health).`)
   .action(async (o: { endpoints?: string; json?: boolean; watch?: boolean }) => {
     if (o.watch) return (await import('./status-watch.js')).watchStatus(endpointsFrom(o.endpoints));
     process.exitCode = await (await import('./status-command.js')).statusCommand(endpointsFrom(o.endpoints), o);
+  });
+
+program
+  .command('health')
+  .description("the cluster's health as an exit status, for cron and load balancers")
+  .addOption(endpointsOption())
+  .option('--json', 'print {up, total, needed, tolerates, state, summary}')
+  .addHelpText('after', `\nExit status: ${HEALTH_EXIT.healthy} healthy (every member up, a failure to spare), ${HEALTH_EXIT.degraded} degraded (writes go on, but a member\nis down or none may fail), ${HEALTH_EXIT.lost} no quorum (too few members up, no leader, or no node answered).`)
+  .action(async (o: { endpoints?: string; json?: boolean }) => {
+    process.exitCode = await (await import('./status-command.js')).healthCommand(endpointsFrom(o.endpoints), o);
   });
 
 program
@@ -179,6 +190,7 @@ program
 registerAdminCommands(program, endpointsFrom);
 registerConfigCommands(program, endpointsFrom);
 registerCredentialFileCommands(program);
+registerSessionCommands(program, endpointsFrom);
 registerSnapshotCommands(program, endpointsFrom);
 registerKvCommands(program, endpointsFrom);
 registerFenceSql(program);

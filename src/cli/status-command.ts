@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { loadConfig } from '../config/cluster-config.js';
 import { PROTOCOL_VERSION, type HelloResult } from '../protocol/client-protocol.js';
-import { EXIT } from './exit-codes.js';
+import { EXIT, HEALTH_EXIT } from './exit-codes.js';
 import { faultTolerance, type Danger, type FaultTolerance } from './quorum.js';
 import { fetchStatus, formatStatus, type StatusRow } from './status.js';
 import { rpcCredentials } from './credentials.js';
@@ -49,17 +49,51 @@ async function nameUnreachable(rows: StatusRow[]): Promise<StatusRow[]> {
   return rows.map((r) => ('error' in r ? { ...r, id: names.get(r.endpoint) ?? r.id } : r));
 }
 
+/** What scripts read of the cluster's health: `state` healthy (every node up, a failure to
+ *  spare), degraded (writes go on, but a node is down or none can fail), lost (no quorum or
+ *  no leader: writes stop). `tolerates`: further node failures writes survive. */
+export interface QuorumJson {
+  readonly up: number;
+  readonly total: number;
+  readonly needed: number;
+  readonly tolerates: number;
+  readonly state: 'healthy' | 'degraded' | 'lost';
+}
+
+export function quorumJson(ft: FaultTolerance): QuorumJson {
+  const state = ft.danger === 'ok' ? 'healthy' : ft.danger === 'degraded' ? 'degraded' : 'lost';
+  return { up: ft.up, total: ft.total, needed: ft.quorum, tolerates: Math.max(0, ft.spare), state };
+}
+
+/** `status --json`: the rows, the leader the answering nodes name (of the highest term), and the quorum. */
+export function statusJson(rows: readonly StatusRow[]): { nodes: unknown[]; leader: string | null; term: number | null; quorum: QuorumJson; summary: string } {
+  const up = rows.filter((r): r is Extract<StatusRow, { term: number }> => !('error' in r));
+  const leaderRow = up.filter((r) => r.role === 'leader').sort((a, b) => b.term - a.term)[0];
+  const ft = toleranceOf(rows);
+  return {
+    nodes: rows.map((r) =>
+      'error' in r
+        ? { id: r.id, role: r.role, term: null, leader: null, commitIndex: null, appliedIndex: null, members: [], pid: null, endpoint: r.endpoint, error: r.error }
+        : { id: r.id, role: r.role, term: r.term, leader: r.leader, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, members: r.members, pid: r.pid, endpoint: r.endpoint, ...(r.warnings?.length ? { warnings: r.warnings } : {}) },
+    ),
+    leader: leaderRow?.id ?? null,
+    term: leaderRow?.term ?? (up.length > 0 ? Math.max(...up.map((r) => r.term)) : null),
+    quorum: quorumJson(ft),
+    summary: ft.text,
+  };
+}
+
+/** The rows of every endpoint, unreachable ones named by their node ids where known. */
+export async function clusterRows(endpoints: string[]): Promise<StatusRow[]> {
+  return nameUnreachable(await fetchStatus(endpoints));
+}
+
 export async function statusCommand(endpoints: string[], o: { json?: boolean }): Promise<number> {
-  const rows = await nameUnreachable(await fetchStatus(endpoints));
+  const rows = await clusterRows(endpoints);
   const answered = rows.some((r) => !('error' in r));
   const ft = toleranceOf(rows);
   if (o.json) {
-    const out = rows.map((r) =>
-      'error' in r
-        ? { id: r.id, role: r.role, term: null, leader: null, commitIndex: null, appliedIndex: null, members: [], pid: null, endpoint: r.endpoint, error: r.error }
-        : { id: r.id, role: r.role, term: r.term, leader: r.leader, commitIndex: r.commitIndex, appliedIndex: r.appliedIndex, members: r.members, pid: r.pid, endpoint: r.endpoint },
-    );
-    process.stdout.write(`${safeJson(out)}\n`);
+    process.stdout.write(`${safeJson(statusJson(rows))}\n`);
   } else {
     process.stdout.write(`${formatStatus(rows)}\n\n${colour(ft.text, ft.danger, process.stdout.isTTY === true)}\n`);
   }
@@ -70,4 +104,15 @@ export async function statusCommand(endpoints: string[], o: { json?: boolean }):
     return EXIT.UNAVAILABLE;
   }
   return 0;
+}
+
+/** `palisade health`: one line (or the quorum as JSON) and an exit status for cron and load
+ *  balancers: 0 healthy, 1 degraded, 2 no quorum (no node answered, too few up, or no leader). */
+export async function healthCommand(endpoints: string[], o: { json?: boolean }): Promise<number> {
+  const rows = await clusterRows(endpoints);
+  const ft = toleranceOf(rows);
+  const q = quorumJson(ft);
+  if (o.json) process.stdout.write(`${JSON.stringify({ ...q, summary: ft.text }, null, 2)}\n`);
+  else process.stdout.write(`${q.state}: ${colour(ft.text, ft.danger, process.stdout.isTTY === true)}\n`);
+  return HEALTH_EXIT[q.state];
 }

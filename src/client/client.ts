@@ -8,18 +8,10 @@ import type { WebSocketConstructor } from './connection.js';
 import { defaultDeadline, type ClientCore } from './core.js';
 import { Election, ElectionHub } from './election.js';
 import { ClientClosedError, InvalidArgumentError } from './errors.js';
-import {
-  deleteKey,
-  getKey,
-  putKey,
-  WatchHub,
-  type DeleteResult,
-  type KvValue,
-  type KvWatch,
-  type PutResult,
-  type WatchOptions,
-  type WriteOptions,
-} from './kv.js';
+import { deleteKey, getKey, putKey, type DeleteResult, type KvValue, type PutOptions, type PutResult, type WriteOptions } from './kv.js';
+import { WatchHub, type KvWatch, type WatchOptions } from './kv-watch.js';
+import { runTxn, type TxnOptions, type TxnOutcome, type TxnRequest } from './txn.js';
+import { ClientAdmin } from './admin.js';
 import { ClusterLink } from './link.js';
 import { ClientLocks, readLock, type AcquireOptions, type Lock, type TryAcquireOptions } from './lock.js';
 import { SessionManager } from './session.js';
@@ -126,6 +118,8 @@ export class LockClient {
   private readonly locks: ClientLocks;
   private readonly elections: ElectionHub;
   private readonly watches: WatchHub;
+  /** Sessions as an operator sees them, and revoking one (admin.ts). */
+  readonly admin: ClientAdmin;
   private closing: Promise<void> | null = null;
 
   private constructor(options: LockClientOptions) {
@@ -177,6 +171,7 @@ export class LockClient {
     this.locks = new ClientLocks(this.core);
     this.elections = new ElectionHub(this.core);
     this.watches = new WatchHub(this.core);
+    this.admin = new ClientAdmin(this.core);
     this.link.start();
   }
 
@@ -198,6 +193,13 @@ export class LockClient {
   /** This client's current session id (null between sessions). */
   get sessionId(): number | null {
     return this.sessions.active?.id ?? null;
+  }
+
+  /** The current session's end: aborted (its reason a SessionExpiredError saying why: an
+   *  expiry, a revoke by an operator, a close) when it ends; null between sessions. What an
+   *  ephemeral key's writer watches to know its key is gone. */
+  get sessionSignal(): AbortSignal | null {
+    return this.sessions.active?.signal ?? null;
   }
 
   /** The node this client is connected to, if any. */
@@ -255,8 +257,9 @@ export class LockClient {
     return readLock(this.core, name, options.timeoutMs);
   }
 
-  /** Writes a key; with `fence`, only while that lock is held with that token. */
-  async put(key: string, value: KvValue, options?: WriteOptions): Promise<PutResult> {
+  /** Writes a key; with `fence`, only while that lock is held with that token; with
+   *  `session`, tied to this client's session (deleted when the session ends). */
+  async put(key: string, value: KvValue, options?: PutOptions): Promise<PutResult> {
     this.checkOpen();
     return putKey(this.core, key, value, options);
   }
@@ -273,7 +276,19 @@ export class LockClient {
     return deleteKey(this.core, key, options);
   }
 
-  /** Streams changes to keys under `prefix`. Across reconnects it re-reads the prefix to fill gaps. */
+  /**
+   * Applies one branch of writes in one entry: `success` when every compare holds (key
+   * revisions, absent keys, locks held with a token: a Lock handle fences the writes), else
+   * `failure`. At most the cluster's txn.maxOps compares and writes per branch.
+   */
+  async txn(txn: TxnRequest, options?: TxnOptions): Promise<TxnOutcome> {
+    this.checkOpen();
+    return runTxn(this.core, txn, options);
+  }
+
+  /** Streams changes to keys under `prefix`, each exactly once and in revision order; across
+   *  reconnects and leader changes it resumes from its revision (CompactedError if the
+   *  cluster's watch history no longer reaches back to it). */
   watch(prefix: string, options?: WatchOptions): KvWatch {
     this.checkOpen();
     return this.watches.watch(prefix, options);
@@ -315,7 +330,7 @@ export class LockClient {
         if (this.sessions.active?.id === event.session) this.locks.handleEvent(event, url);
         return;
       case 'sessionExpired':
-        this.sessions.expiredByServer(event.session);
+        this.sessions.expiredByServer(event);
         return;
       case 'electionChanged':
         this.elections.handleEvent(event, url);

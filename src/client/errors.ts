@@ -108,6 +108,19 @@ export class ConflictError extends PalisadeError {
   }
 }
 
+/** A watch could not resume: the cluster's watch history no longer holds every change after
+ *  the stream's revision (it keeps a bounded number, bytes and age of them). Changes were
+ *  missed; start a new watch (its snapshot is the state to go on from). */
+export class CompactedError extends PalisadeError {
+  /** The oldest revision a watch may resume from now. */
+  readonly compactRevision: number;
+  constructor(message: string, compactRevision: number, options?: PalisadeErrorOptions) {
+    super('COMPACTED', message, options);
+    this.name = 'CompactedError';
+    this.compactRevision = compactRevision;
+  }
+}
+
 /** The lock (or leadership) handle was released or may have been lost; it can no longer be used. */
 export class LockLostError extends PalisadeError {
   readonly lockName: string;
@@ -225,6 +238,8 @@ export function errorFromWire(error: WireError): PalisadeError {
       return new FencedError(message, error.currentToken ?? null);
     case 'CONFLICT':
       return new ConflictError(message);
+    case 'COMPACTED':
+      return new CompactedError(message, error.compactRevision ?? 0);
     case 'PERMISSION_DENIED':
       return new PermissionDeniedError(message);
     case 'UNAUTHENTICATED':

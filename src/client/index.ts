@@ -21,11 +21,12 @@ export {
   type ElectionObserver,
   type CampaignOptions,
 } from './election.js';
+export type { KvChange, KvWatch, WatchOptions } from './kv-watch.js';
+export type { TxnCompareInput, TxnOpInput, TxnRequest, TxnOptions, TxnOutcome } from './txn.js';
+export { ClientAdmin, type SessionsQuery, type SessionView } from './admin.js';
 export type {
   KvValue,
-  KvChange,
-  KvWatch,
-  WatchOptions,
+  PutOptions,
   WriteOptions,
   PutResult,
   DeleteResult,
@@ -43,6 +44,7 @@ export {
   NotHolderError,
   FencedError,
   ConflictError,
+  CompactedError,
   LockLostError,
   InDoubtError,
   PermissionDeniedError,
@@ -55,6 +57,8 @@ export type { TrustViolation, TrustViolationKind } from './trust.js';
 export { systemClock, type Clock, type TimerHandle } from './clock.js';
 export type { WebSocketLike, WebSocketConstructor } from './connection.js';
 export type {
+  TxnCompare,
+  TxnOp,
   Fence,
   Holder,
   KvEntry,

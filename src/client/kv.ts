@@ -1,10 +1,10 @@
 // The small key-value space and the idempotency-key ledger, both guarded by fencing
 // tokens: a write that carries a fence applies only while that lock is held right then
 // with that token. For resources that cannot check a token themselves.
-import type { BeginOpResult, Fence, KvEntry, ServerEvent } from '../protocol/client-protocol.js';
+import type { BeginOpResult, Fence, KvEntry } from '../protocol/client-protocol.js';
 import { defaultDeadline, isRecord, type ClientCore } from './core.js';
-import { FencedError, InDoubtError, InvalidArgumentError, LockLostError, PalisadeError } from './errors.js';
-import { AsyncQueue } from './queue.js';
+import { FencedError, InDoubtError, InvalidArgumentError, LockLostError, PalisadeError, SessionExpiredError } from './errors.js';
+import { parseEntry } from './kv-watch.js';
 
 export type { KvEntry };
 
@@ -34,6 +34,17 @@ export interface WriteOptions {
   readonly signal?: AbortSignal;
 }
 
+export interface PutOptions extends WriteOptions {
+  /**
+   * Tie the key to this client's session (an ephemeral key: Consul's session keys, ZooKeeper's
+   * ephemeral nodes): the cluster deletes it in the entry that ends the session, by close,
+   * expiry or an operator's revoke, and watchers see the delete. `true`: the current session;
+   * a session id (`client.sessionId`): only while that session is the current one, else
+   * SessionExpiredError (a key meant for an ended session is not tied to its successor).
+   */
+  readonly session?: true | number;
+}
+
 export interface PutResult {
   /** The key's new revision (the index of the write). */
   readonly revision: number;
@@ -43,22 +54,6 @@ export interface DeleteResult {
   readonly existed: boolean;
   /** The index of the delete when the key existed, else 0. */
   readonly revision: number;
-}
-
-/** One change under a watched prefix; value null means deleted. */
-export interface KvChange {
-  readonly key: string;
-  readonly value: Uint8Array | null;
-  /**
-   * The index of the write. 0 for a deletion inferred while re-reading the prefix after a
-   * reconnect (the deleting entry itself was not seen).
-   */
-  readonly revision: number;
-}
-
-export interface WatchOptions {
-  /** Yield the keys that exist when the watch starts (as changes) before later changes. */
-  readonly includeExisting?: boolean;
 }
 
 const textEncoder = new TextEncoder();
@@ -94,10 +89,12 @@ function deadlineOf(core: ClientCore, timeoutMs: number | undefined): number {
   return timeoutMs === undefined ? defaultDeadline(core) : core.clock.now() + timeoutMs;
 }
 
-export async function putKey(core: ClientCore, key: string, value: KvValue, options: WriteOptions = {}): Promise<PutResult> {
+export async function putKey(core: ClientCore, key: string, value: KvValue, options: PutOptions = {}): Promise<PutResult> {
   checkKey(key);
   const fence = options.fence && fenceOf(options.fence);
   const bytes = toBytes(value);
+  const deadline = deadlineOf(core, options.timeoutMs);
+  const tied = options.session === undefined ? undefined : await tiedSession(core, options.session, deadline, options.signal);
   const result = await fenced(options.fence, () =>
     core.sessions.sequenced(
       () => ({
@@ -106,11 +103,21 @@ export async function putKey(core: ClientCore, key: string, value: KvValue, opti
         value: bytes,
         ...(fence ? { fence } : {}),
         ...(options.ifRevision === undefined ? {} : { ifRevision: options.ifRevision }),
+        ...(tied ? { ephemeral: true } : {}),
       }),
-      { deadline: deadlineOf(core, options.timeoutMs), ...(options.signal ? { signal: options.signal } : {}) },
+      { deadline, ...(options.signal ? { signal: options.signal } : {}), ...(tied ? { session: tied } : {}) },
     ),
   );
   return { revision: intField(result, 'revision') };
+}
+
+/** The session an ephemeral put is tied to: the current one, or the one named if it still is. */
+async function tiedSession(core: ClientCore, which: true | number, deadline: number, signal: AbortSignal | undefined) {
+  if (which === true) return core.sessions.ensure(deadline, signal);
+  if (!Number.isSafeInteger(which) || which < 1) throw new InvalidArgumentError('session must be true or a session id');
+  const current = core.sessions.active;
+  if (current?.id !== which) throw new SessionExpiredError(`session ${which} is not this client's session any more${current ? ` (it is ${current.id})` : ''}: the key was not written`);
+  return current;
 }
 
 export async function deleteKey(core: ClientCore, key: string, options: WriteOptions = {}): Promise<DeleteResult> {
@@ -216,131 +223,6 @@ function parseBeginOpResult(v: unknown): BeginOpResult {
     }
   }
   throw new PalisadeError('INTERNAL', 'malformed beginOp answer');
-}
-
-// ---- watches --------------------------------------------------------------------------------
-
-/** A live stream of changes under one prefix. `for await` it; leaving the loop stops it. */
-export interface KvWatch extends AsyncIterableIterator<KvChange> {
-  /** Resolves once the cluster has the subscription (changes from then on are seen). */
-  readonly ready: Promise<void>;
-  close(): void;
-}
-
-class WatchStream {
-  readonly queue: AsyncQueue<KvChange>;
-  /** Revision last yielded (or baseline) per key: drops duplicates and replays. */
-  private readonly known = new Map<string, number>();
-  private baselined = false;
-  private readonly includeExisting: boolean;
-
-  constructor(queue: AsyncQueue<KvChange>, includeExisting: boolean) {
-    this.queue = queue;
-    this.includeExisting = includeExisting;
-  }
-
-  offer(change: KvChange): void {
-    const seen = this.known.get(change.key);
-    if (seen !== undefined && change.revision <= seen) return;
-    this.known.set(change.key, change.revision);
-    this.queue.push(change);
-  }
-
-  /**
-   * The prefix's entries as a node read them after (re)subscribing. The first read is the
-   * baseline; later ones fill in what the stream missed while disconnected.
-   */
-  resync(entries: readonly KvEntry[], complete: boolean): void {
-    const first = !this.baselined;
-    this.baselined = true;
-    const present = new Set<string>();
-    for (const e of entries) {
-      present.add(e.key);
-      if (first && !this.includeExisting) {
-        if ((this.known.get(e.key) ?? 0) < e.revision) this.known.set(e.key, e.revision);
-      } else {
-        this.offer({ key: e.key, value: e.value, revision: e.revision });
-      }
-    }
-    if (!first && complete) {
-      for (const [key, revision] of this.known) {
-        if (revision > 0 && !present.has(key)) {
-          this.known.set(key, 0);
-          this.queue.push({ key, value: null, revision: 0 });
-        }
-      }
-    }
-  }
-}
-
-/** Every watch of the client, by prefix: one server subscription per prefix. */
-export class WatchHub {
-  private readonly core: ClientCore;
-  private readonly byPrefix = new Map<string, Set<WatchStream>>();
-
-  constructor(core: ClientCore) {
-    this.core = core;
-  }
-
-  watch(prefix: string, options: WatchOptions = {}): KvWatch {
-    if (typeof prefix !== 'string') throw new InvalidArgumentError('prefix must be a string');
-    let streams = this.byPrefix.get(prefix);
-    if (!streams) this.byPrefix.set(prefix, (streams = new Set()));
-    const queue = new AsyncQueue<KvChange>(() => this.unsubscribe(prefix, stream));
-    const stream = new WatchStream(queue, options.includeExisting === true);
-    streams.add(stream);
-    const ready = this.subscribe(prefix, [stream]);
-    ready.catch((e: unknown) => queue.end(e));
-    return Object.assign(queue, { ready: ready.then(() => undefined), close: () => void queue.return() });
-  }
-
-  handleEvent(e: Extract<ServerEvent, { event: 'kvChanged' }>): void {
-    for (const [prefix, streams] of this.byPrefix) {
-      if (!e.key.startsWith(prefix)) continue;
-      for (const s of streams) s.offer({ key: e.key, value: e.value, revision: e.revision });
-    }
-  }
-
-  /** A new connection carries no subscriptions: renew them and catch up on what was missed. */
-  resubscribeAll(): void {
-    for (const [prefix, streams] of this.byPrefix) {
-      this.subscribe(prefix, [...streams]).catch(() => {
-        // The next reconnect tries again.
-      });
-    }
-  }
-
-  /** Ends every stream (the client is closing): readers see the end of the iteration. */
-  endAll(): void {
-    const all = [...this.byPrefix.values()].flatMap((streams) => [...streams]);
-    this.byPrefix.clear();
-    for (const s of all) s.queue.end();
-  }
-
-  private async subscribe(prefix: string, streams: readonly WatchStream[]): Promise<void> {
-    const result = await this.core.link.call(() => ({ op: 'watch', prefix }), { deadline: defaultDeadline(this.core) });
-    const entries = Array.isArray(result) ? result.map(parseEntry) : [];
-    // A node answers with at most a page of entries; with a full page, absence proves nothing.
-    const complete = entries.length < WATCH_PAGE;
-    for (const s of streams) if (!s.queue.closed) s.resync(entries, complete);
-  }
-
-  private unsubscribe(prefix: string, stream: WatchStream): void {
-    const streams = this.byPrefix.get(prefix);
-    if (!streams?.delete(stream) || streams.size > 0) return;
-    this.byPrefix.delete(prefix);
-    this.core.link.call(() => ({ op: 'unwatch', prefix }), { deadline: defaultDeadline(this.core) }).catch(() => {});
-  }
-}
-
-/** Entries a node returns for a watch's first read. */
-const WATCH_PAGE = 1000;
-
-function parseEntry(v: unknown): KvEntry {
-  if (isRecord(v) && typeof v.key === 'string' && v.value instanceof Uint8Array && typeof v.revision === 'number') {
-    return { key: v.key, value: v.value, revision: v.revision };
-  }
-  throw new PalisadeError('INTERNAL', 'malformed kv entry');
 }
 
 function intField(v: unknown, field: string): number {

@@ -232,10 +232,16 @@ export class SessionManager {
     throw sessionReason(s);
   }
 
-  /** A sessionExpired event (already filtered to this client's session id by the caller). */
-  expiredByServer(sessionId: number): void {
+  /** A sessionExpired event: the lease ran out, or an operator revoked the session (with
+   *  their token's name and words, when given). */
+  expiredByServer(e: { readonly session: number; readonly reason?: 'expire' | 'revoke'; readonly detail?: string; readonly by?: string }): void {
     const s = this.current;
-    if (s && s.id === sessionId) this.endSession(s, new SessionExpiredError('the session expired on the server'), false);
+    if (!s || s.id !== e.session) return;
+    const why =
+      e.reason === 'revoke'
+        ? `the session was revoked by an operator${e.by !== undefined ? ` (token "${e.by}")` : ''}${e.detail !== undefined ? `: ${e.detail}` : ''}`
+        : 'the session expired on the server';
+    this.endSession(s, new SessionExpiredError(why), false);
   }
 
   /** Closes the session on the cluster (releasing its locks) and stops the timers. */

@@ -14,6 +14,8 @@ import {
   DEFAULT_LEDGER,
   DEFAULT_SESSIONS,
   DEFAULT_SNAPSHOT,
+  DEFAULT_TXN,
+  DEFAULT_WATCH_HISTORY,
   MACHINE_MAX_NAME_BYTES,
   RAFT_PROFILES,
   defaultMinTtlMs,
@@ -34,6 +36,8 @@ import type {
   TlsConfig,
   TlsFilesConfig,
   TokenConfig,
+  TxnSettings,
+  WatchHistorySettings,
 } from './types.js';
 
 export type * from './types.js';
@@ -76,6 +80,8 @@ interface RawConfig {
   readonly snapshot?: { readonly entries?: number; readonly keepTail?: number };
   readonly ledger?: { readonly retentionMs?: number; readonly abandonedAfterMs?: number };
   readonly budgets?: Partial<BudgetSettings>;
+  readonly txn?: Partial<TxnSettings>;
+  readonly watch?: Partial<WatchHistorySettings>;
   readonly auth?: { readonly tokens: readonly RawToken[] };
   readonly tls?: { readonly peer?: RawTls; readonly client?: RawTls };
   readonly limits?: Partial<ClientLimitsConfig>;
@@ -115,6 +121,8 @@ export function validateConfig(input: unknown, baseDir: string): ClusterConfig {
     snapshot: { entries: raw.snapshot?.entries ?? DEFAULT_SNAPSHOT.entries, keepTail: raw.snapshot?.keepTail ?? DEFAULT_SNAPSHOT.keepTail },
     ledger: { retentionMs, abandonedAfterMs },
     budgets: { ...DEFAULT_BUDGETS, ...raw.budgets },
+    txn: { ...DEFAULT_TXN, ...raw.txn },
+    watch: { ...DEFAULT_WATCH_HISTORY, ...raw.watch },
     auth: authSection(raw),
     tls: tlsSection(raw, nodes, baseDir),
     limits: limitsSection(raw, nodes.length, maxSessions),

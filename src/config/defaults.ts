@@ -6,7 +6,7 @@
 // defaults are also written in config.schema.json (for editors and docs/configuration.md); a
 // test checks the two agree.
 import { DEFAULT_MACHINE_CONFIG, type MachineConfig } from '../lockfsm/config.js';
-import type { BudgetSettings, ClientLimitsConfig, ClusterConfig, LedgerSettings, RaftProfileName, RaftTiming, SnapshotSettings } from './types.js';
+import type { BudgetSettings, ClientLimitsConfig, ClusterConfig, LedgerSettings, RaftProfileName, RaftTiming, SnapshotSettings, TxnSettings, WatchHistorySettings } from './types.js';
 
 /** Named Raft timings (`raft.profile`). `loopback` suits nodes on one machine (`npm start`),
  *  where a round trip takes microseconds; `lan` suits hosts on a network, where a GC pause,
@@ -50,6 +50,15 @@ export function defaultSessionTtlMs(minTtlMs: number, maxTtlMs: number): number 
 export const DEFAULT_SNAPSHOT: SnapshotSettings = Object.freeze({ entries: 20_000, keepTail: 5_000 });
 
 export const DEFAULT_LEDGER: LedgerSettings = Object.freeze({ retentionMs: 7 * 86_400_000, abandonedAfterMs: 30 * 86_400_000 });
+
+/** The transaction bound and the watch history of a file that sets none: the lock machine's
+ *  own defaults (replicated settings afterwards: `palisade config set txn.maxOps=...`). */
+export const DEFAULT_TXN: TxnSettings = Object.freeze({ maxOps: DEFAULT_MACHINE_CONFIG.maxTxnOps });
+export const DEFAULT_WATCH_HISTORY: WatchHistorySettings = Object.freeze({
+  historyEntries: DEFAULT_MACHINE_CONFIG.watchHistoryEntries,
+  historyBytes: DEFAULT_MACHINE_CONFIG.watchHistoryBytes,
+  historyMaxAgeMs: DEFAULT_MACHINE_CONFIG.watchHistoryMaxAgeMs,
+});
 
 /** The lock machine's own bound on names: the node-side limit may only be tighter. */
 export const MACHINE_MAX_NAME_BYTES = DEFAULT_MACHINE_CONFIG.maxNameLength;
@@ -106,6 +115,10 @@ export function machineConfigFrom(cfg: ClusterConfig): MachineConfig {
     maxElectionBytes: cfg.budgets.electionBytes,
     maxElectionBytesPerOwner: cfg.budgets.electionBytesPerToken,
     maxPendingResultBytesPerSession: cfg.budgets.answerBytesPerSession,
+    maxTxnOps: cfg.txn.maxOps,
+    watchHistoryEntries: cfg.watch.historyEntries,
+    watchHistoryBytes: cfg.watch.historyBytes,
+    watchHistoryMaxAgeMs: cfg.watch.historyMaxAgeMs,
   };
 }
 

@@ -29,6 +29,10 @@ export const REPLICATED_SETTINGS: readonly ReplicatedSetting[] = [
   { key: 'budgets.electionBytes', setting: 'maxElectionBytes' },
   { key: 'budgets.electionBytesPerToken', setting: 'maxElectionBytesPerOwner' },
   { key: 'budgets.answerBytesPerSession', setting: 'maxPendingResultBytesPerSession' },
+  { key: 'txn.maxOps', setting: 'maxTxnOps' },
+  { key: 'watch.historyEntries', setting: 'watchHistoryEntries' },
+  { key: 'watch.historyBytes', setting: 'watchHistoryBytes' },
+  { key: 'watch.historyMaxAgeMs', setting: 'watchHistoryMaxAgeMs' },
 ];
 
 const BY_KEY = new Map(REPLICATED_SETTINGS.map((s) => [s.key, s]));

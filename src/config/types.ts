@@ -147,6 +147,21 @@ export interface BudgetSettings {
   readonly answerBytesPerSession: number;
 }
 
+/** The transaction's bound (a replicated setting: the file seeds a new cluster). */
+export interface TxnSettings {
+  /** Compares of one txn, and operations in each of its branches. */
+  readonly maxOps: number;
+}
+
+/** The replicated watch history that watches resume from (a replicated setting: the file
+ *  seeds a new cluster; `palisade config set watch.historyEntries=...` afterwards). The
+ *  oldest changes are dropped past any of the three bounds (0 keeps none). */
+export interface WatchHistorySettings {
+  readonly historyEntries: number;
+  readonly historyBytes: number;
+  readonly historyMaxAgeMs: number;
+}
+
 export interface ClusterConfig {
   readonly clusterId: string;
   /** The cluster secrets, never empty, all different: a node proves itself to its peers with
@@ -158,6 +173,8 @@ export interface ClusterConfig {
   readonly snapshot: SnapshotSettings;
   readonly ledger: LedgerSettings;
   readonly budgets: BudgetSettings;
+  readonly txn: TxnSettings;
+  readonly watch: WatchHistorySettings;
   /** null: clients are not authenticated. */
   readonly auth: AuthConfig | null;
   readonly tls: TlsConfig;

@@ -47,14 +47,27 @@ export class ByteBudget {
   /** LIMIT_EXCEEDED when storing `bytes` for `owner` in place of `freed` would grow the
    *  table past its total or the owner past its share; null when it fits. Shrinking always fits. */
   check(owner: string | null, bytes: number, freed: Freed = NOTHING_FREED): MachineError | null {
+    return this.checkBatch(owner, bytes, [freed]);
+  }
+
+  /** The same for several writes at once (a transaction's branch): `bytes` stored in all
+   *  for `owner`, in place of everything in `freed`. Judged as one change, so a branch that
+   *  frees as much as it stores fits however full the table is. */
+  checkBatch(owner: string | null, bytes: number, freed: readonly Freed[]): MachineError | null {
     const { total, perOwner } = this.bounds();
-    const newTotal = this.total - freed.bytes + bytes;
+    let freedTotal = 0;
+    let freedOwn = 0;
+    for (const f of freed) {
+      freedTotal += f.bytes;
+      if (f.owner !== null && f.owner === owner) freedOwn += f.bytes;
+    }
+    const newTotal = this.total - freedTotal + bytes;
     if (newTotal > this.total && newTotal > total) {
       return limitExceeded(`the ${this.table} would hold ${newTotal} bytes, over the cluster's limit of ${total} (${this.settingNames.total})`);
     }
     if (owner !== null) {
       const had = this.ownerBytes(owner);
-      const next = had - (freed.owner === owner ? freed.bytes : 0) + bytes;
+      const next = had - freedOwn + bytes;
       if (next > had && next > perOwner) {
         return limitExceeded(
           `token "${owner}" would hold ${next} bytes of the ${this.table}, over the limit per token of ${perOwner} (${this.settingNames.perOwner})`,

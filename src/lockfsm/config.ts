@@ -50,6 +50,16 @@ export interface MachineConfig {
   readonly ledgerRetentionMs: number;
   /** How long the ledger keeps an operation whose last attempt never completed. */
   readonly ledgerAbandonedAfterMs: number;
+  /** A transaction's bound: at most this many compares, and this many operations in each
+   *  of its branches (every key of a branch distinct). */
+  readonly maxTxnOps: number;
+  /** The watch history (history.ts): changes kept for watches that resume from a revision.
+   *  At most this many changes ... */
+  readonly watchHistoryEntries: number;
+  /** ... of at most this many bytes (key + value + RECORD_OVERHEAD_BYTES each) ... */
+  readonly watchHistoryBytes: number;
+  /** ... and none older than this, in cluster time, than the newest change. */
+  readonly watchHistoryMaxAgeMs: number;
 }
 
 export type SettingName = keyof MachineConfig;
@@ -83,6 +93,10 @@ export const DEFAULT_MACHINE_CONFIG: MachineConfig = Object.freeze({
   maxSessionsPerOwner: 10_000,
   ledgerRetentionMs: 7 * DAY_MS,
   ledgerAbandonedAfterMs: 30 * DAY_MS,
+  maxTxnOps: 16,
+  watchHistoryEntries: 100_000,
+  watchHistoryBytes: 16 * MiB,
+  watchHistoryMaxAgeMs: 3_600_000,
 });
 
 /** Every setting, in the one order a `configure` entry encodes them in. */
@@ -102,6 +116,7 @@ const POSITIVE: ReadonlySet<SettingName> = new Set<SettingName>([
   'maxSessionsPerOwner',
   'ledgerRetentionMs',
   'ledgerAbandonedAfterMs',
+  'maxTxnOps',
 ]);
 
 /** Pairs [lower, upper] that must stay ordered. */

@@ -36,6 +36,7 @@ import type {
   ElectionInfo,
   ExpireSessionCommand,
   Fence,
+  HistoryRead,
   KvEntry,
   MachineLockInfo,
   MachineError,
@@ -48,6 +49,7 @@ import type {
   PruneOpsCommand,
   Result,
   ResultFor,
+  RevokeSessionCommand,
   SessionCommand,
   SessionInfo,
   SessionLease,
@@ -147,6 +149,9 @@ export class LockMachine {
       case 'expireSession':
         result = this.expireSession(ctx, cmd);
         break;
+      case 'revokeSession':
+        result = this.revokeSession(ctx, cmd);
+        break;
       case 'lockDelayElapsed':
         result = this.lockTable.endLockDelay(ctx, cmd.name, cmd.since);
         break;
@@ -173,24 +178,32 @@ export class LockMachine {
     // constructor): what the entry answers must not depend on them, so the first one
     // starts from the defaults every node has.
     const base = this.configuredYet ? this.current : DEFAULT_MACHINE_CONFIG;
-    const next = canonicalSettings({ ...base, ...cmd.settings });
+    // The settings before this build knew of some (a log written then, never configured
+    // since) are the defaults of the ones it adds.
+    const next = canonicalSettings({ ...DEFAULT_MACHINE_CONFIG, ...base, ...cmd.settings });
     const problem = settingsProblem(next as unknown as Readonly<Record<string, unknown>>);
     if (problem !== null) return invalidArgument(problem);
     const changed = settingsDiff(base, next);
     this.current = next;
     this.configuredYet = true;
+    // A lowered history bound drops what it no longer allows now, on every node alike.
+    this.kv.history.trim(this.clockMs);
     if (changed.length > 0) ctx.events.push({ type: 'settingsChanged', changed });
     return { type: 'settings', settings: next, changed };
   }
 
   /** Moves the cluster's time forward to `at` (a stamp never moves it back). */
   private tick(at: number): void {
-    if (at > this.clockMs) this.clockMs = at;
+    if (at <= this.clockMs) return;
+    if (this.clockMs === 0) this.kv.history.dateUndated(at);
+    this.clockMs = at;
   }
 
   private pruneOps(cmd: PruneOpsCommand): Result {
     if (cmd.at === undefined) return this.ledger.prune({ olderThan: cmd.olderThan!, ...(cmd.abandonedOlderThan !== undefined ? { abandonedOlderThan: cmd.abandonedOlderThan } : {}), ...(cmd.max !== undefined ? { max: cmd.max } : {}) });
     this.tick(cmd.at);
+    // The cluster's time moved: the watch history ages too.
+    this.kv.history.trim(this.clockMs);
     return this.ledger.prune(this.pruneCriteria(cmd.at, cmd.max));
   }
 
@@ -219,15 +232,39 @@ export class LockMachine {
   private expireSession(ctx: ApplyContext, cmd: ExpireSessionCommand): Result {
     const rec = this.sessionTable.get(cmd.session);
     if (rec === undefined) return unknownSession(cmd.session);
-    ctx.events.push({ type: 'sessionExpired', session: rec.id });
+    ctx.events.push({ type: 'sessionExpired', session: rec.id, reason: 'expire' });
     this.endSession(ctx, rec, 'expire');
     return OK;
   }
 
+  /** An operator ends a session: exactly an expiry (its locks may enter lock-delay, since
+   *  its holder may still be acting on them; the holder's clients learn it from the same
+   *  sessionExpired event), told apart only by the event's reason. */
+  private revokeSession(ctx: ApplyContext, cmd: RevokeSessionCommand): Result {
+    const rec = this.sessionTable.get(cmd.session);
+    if (rec === undefined) return unknownSession(cmd.session);
+    ctx.events.push({
+      type: 'sessionExpired',
+      session: rec.id,
+      reason: 'revoke',
+      ...(cmd.reason !== undefined ? { detail: cmd.reason } : {}),
+      ...(cmd.by !== undefined ? { by: cmd.by } : {}),
+    });
+    this.endSession(ctx, rec, 'expire');
+    return OK;
+  }
+
+  /** Frees what the session holds, waits for and leads, and deletes its ephemeral keys. */
   private endSession(ctx: ApplyContext, rec: SessionRecord, reason: 'close' | 'expire'): void {
     this.lockTable.dropSession(ctx, rec, reason);
     this.electionTable.dropSession(ctx, rec);
+    this.kv.dropSession(ctx, rec, this.clockMs);
     this.sessionTable.remove(rec);
+  }
+
+  /** Whether `rec` holds `lock` right now with exactly `token` (fences, txn lock compares). */
+  private holds(rec: SessionRecord, lock: string, token: number): boolean {
+    return this.lockTable.tokenOf(lock, rec.id) === token;
   }
 
   /** The idempotency layer, then the fence, then the command itself. */
@@ -246,7 +283,7 @@ export class LockMachine {
 
   /** FENCED unless `rec` holds `fence.lock` right now with exactly `fence.token`. */
   private checkFence(rec: SessionRecord, fence: Fence): MachineError | null {
-    if (this.lockTable.tokenOf(fence.lock, rec.id) === fence.token) return null;
+    if (this.holds(rec, fence.lock, fence.token)) return null;
     return withToken(
       'FENCED',
       `session ${rec.id} does not hold lock ${JSON.stringify(fence.lock)} with token ${fence.token}`,
@@ -279,9 +316,11 @@ export class LockMachine {
       case 'resign':
         return this.electionTable.resign(ctx, rec, cmd.election, cmd.token);
       case 'put':
-        return this.kv.put(ctx, rec.owner, cmd.key, cmd.value, cmd.ifRevision);
+        return this.kv.put(ctx, rec, cmd.key, cmd.value, cmd.ifRevision, cmd.ephemeral === true, this.clockMs);
       case 'delete':
-        return this.kv.delete(ctx, cmd.key, cmd.ifRevision);
+        return this.kv.delete(ctx, cmd.key, cmd.ifRevision, this.clockMs);
+      case 'txn':
+        return this.kv.txn(ctx, rec, cmd, (lock, token) => this.holds(rec, lock, token), this.clockMs);
       case 'beginOp':
         this.tick(cmd.at);
         return this.ledger.begin(ctx, rec.id, rec.owner, cmd.opKey, cmd.fence, cmd.retry ?? false, cmd.at);
@@ -358,6 +397,18 @@ export class LockMachine {
     return this.kv.range(prefix, limit);
   }
 
+  /** The changes to keys under `prefix` after revision `from`, from the watch history (at
+   *  most about `maxChanges`, `maxBytes` and `maxScan` changes looked at, cut between
+   *  revisions), or that some were dropped. */
+  kvHistory(from: number, prefix: string, maxChanges = NO_LIMIT, maxBytes = NO_LIMIT, maxScan = NO_LIMIT): HistoryRead {
+    return this.kv.history.since(from, prefix, maxChanges, maxBytes, maxScan);
+  }
+
+  /** The oldest revision a watch may resume from (the highest one the history dropped). */
+  get historyCompactedThrough(): number {
+    return this.kv.history.compactedThrough;
+  }
+
   /** Locks in lock-delay: a new leader arms a timer for each (a full delayMs, to be safe). */
   pendingLockDelays(): IterableIterator<PendingLockDelay> {
     return this.lockTable.pendingDelays();
@@ -389,6 +440,8 @@ export class LockMachine {
       ledgerBytes: this.ledger.bytes,
       electionBytes: this.electionTable.bytes,
       pendingResults: this.sessionTable.pendingResults,
+      historyEntries: this.kv.history.size,
+      historyBytes: this.kv.history.bytes,
     };
   }
 
@@ -401,6 +454,7 @@ export class LockMachine {
       locks: [...rec.held].sort().map((name) => ({ name, ...this.lockTable.holdOf(name, rec.id)! })),
       waits: [...rec.waits].sort().map((name) => ({ name, mode: this.lockTable.waitModeOf(name, rec.id)! })),
       elections: [...rec.elections].sort(),
+      ephemeralKeys: [...rec.ephemerals].sort(),
       pendingResults: rec.answers.length,
       ackedSeq: rec.ackedSeq,
     };
@@ -410,7 +464,8 @@ export class LockMachine {
 
   /** The full state (sessions with their kept answers, locks, elections, kv, ledger). */
   snapshot(): Uint8Array {
-    return encodeSnapshot(this.snapshotBody(this.sessionTable.toSnapshot()));
+    const body = this.snapshotBody(this.sessionTable.toSnapshot());
+    return encodeSnapshot({ ...body, history: body.history.slice(0, body.history.length) });
   }
 
   /** The state as of now, copied now and encoded by the caller a slice at a time (the same
@@ -425,12 +480,14 @@ export class LockMachine {
       appliedIndex: this.index,
       settings: this.configuredYet ? this.current : null,
       clock: this.clockMs,
+      historyCompacted: this.kv.history.compactedThrough,
       sessions,
       locks: this.lockTable.toSnapshot(),
       elections: this.electionTable.toSnapshot(),
       kv: this.kv.toSnapshot(),
       ledgerRunning: ledger.running,
       ledgerDone: ledger.done,
+      history: this.kv.history.snapshotRows(),
     };
   }
 
@@ -447,7 +504,8 @@ export class LockMachine {
       m.sessionTable.restore(body.sessions, body.appliedIndex, COMMAND_TYPES);
       m.lockTable.restore(body.locks, session, body.appliedIndex);
       m.electionTable.restore(body.elections, session, body.appliedIndex);
-      m.kv.restore(body.kv, body.appliedIndex);
+      m.kv.restore(body.kv, body.appliedIndex, session);
+      m.kv.history.restore(body.history, body.historyCompacted, body.appliedIndex);
       m.ledger.restore(body.ledgerRunning, body.ledgerDone, body.appliedIndex);
     } catch (err) {
       if (err instanceof SnapshotError) throw err;

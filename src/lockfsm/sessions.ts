@@ -41,6 +41,8 @@ export interface SessionRecord {
   readonly held: Set<string>;
   readonly waits: Set<string>;
   readonly elections: Set<string>;
+  /** Keys tied to it (ephemeral puts): deleted in the entry that ends it. */
+  readonly ephemerals: Set<string>;
 }
 
 /** [seq, command, result, digest]: answers of snapshots written before digests have 3 fields. */
@@ -103,6 +105,7 @@ export class SessionTable {
       held: new Set(),
       waits: new Set(),
       elections: new Set(),
+      ephemerals: new Set(),
     };
     this.byId.set(id, rec);
     if (owner !== null) this.byOwner.set(owner, this.ownedBy(owner) + 1);
@@ -302,11 +305,12 @@ function keptBytes(rec: SessionRecord): number {
   return bytes;
 }
 
-/** A lock/election count check shared by the tables that add to a session's sets. */
+/** What a session's end undoes (maxLocksPerSession bounds it): locks held and waited for,
+ *  elections entered, keys tied to it. One entry ends a session, so this bounds that entry's work. */
 export function sessionLoad(rec: SessionRecord): number {
-  return rec.held.size + rec.waits.size + rec.elections.size;
+  return rec.held.size + rec.waits.size + rec.elections.size + rec.ephemerals.size;
 }
 
 export function tooManyLocks(rec: SessionRecord, max: number): MachineError {
-  return limitExceeded(`session ${rec.id} already holds, waits for or campaigns in ${sessionLoad(rec)} locks (limit ${max})`);
+  return limitExceeded(`session ${rec.id} already holds, waits for, campaigns in or ties ${sessionLoad(rec)} locks, elections and keys (limit ${max})`);
 }

@@ -4,27 +4,31 @@
 // events and encode its next snapshot) exactly as the original does.
 
 import { copyingUnpackr, packr, packToBytes, plainView } from './codec.js';
-import { SETTING_NAMES, settingsProblem, type MachineConfig } from './config.js';
+import { DEFAULT_MACHINE_CONFIG, SETTING_NAMES, settingsProblem, type MachineConfig } from './config.js';
 import { fail, readObject, readUint, SnapshotError } from './snapshot-reader.js';
 
 export const SNAPSHOT_FORMAT = 'palisade.lockfsm';
 /** 2: the cluster's settings (null: never configured) and time, kv entries' and ledger
- *  operations' owners. Version 1 reads as never configured, at time 0, with no owners. */
+ *  operations' owners, ephemeral keys' sessions, the watch history. Version 1 reads as never
+ *  configured, at time 0, with no owners and an empty history compacted through its index. */
 export const SNAPSHOT_VERSION = 2;
 
 export interface SnapshotBody {
   readonly appliedIndex: number;
   readonly settings: MachineConfig | null;
   readonly clock: number;
+  /** The highest revision the watch history dropped (history.ts). */
+  readonly historyCompacted: number;
   readonly sessions: unknown;
   readonly locks: unknown;
   readonly elections: unknown;
   readonly kv: unknown;
   readonly ledgerRunning: unknown;
   readonly ledgerDone: unknown;
+  readonly history: unknown;
 }
 
-const BODY_FIELDS = ['sessions', 'locks', 'elections', 'kv', 'ledgerRunning', 'ledgerDone'] as const;
+const BODY_FIELDS = ['sessions', 'locks', 'elections', 'kv', 'ledgerRunning', 'ledgerDone', 'history'] as const;
 
 /** A table's snapshot rows, built a slice at a time (an array is one). */
 export interface SnapshotRows<T = unknown> {
@@ -33,10 +37,10 @@ export interface SnapshotRows<T = unknown> {
 }
 
 /** What SnapshotEncoder encodes: the body, with each table as rows it builds as it goes. */
-export type SnapshotSource = Pick<SnapshotBody, 'appliedIndex' | 'settings' | 'clock'> & { readonly [F in (typeof BODY_FIELDS)[number]]: SnapshotRows };
+export type SnapshotSource = Pick<SnapshotBody, 'appliedIndex' | 'settings' | 'clock' | 'historyCompacted'> & { readonly [F in (typeof BODY_FIELDS)[number]]: SnapshotRows };
 
 /** The scalar fields after format and version, in the order encodeSnapshot writes them. */
-const HEAD_FIELDS = ['appliedIndex', 'settings', 'clock'] as const;
+const HEAD_FIELDS = ['appliedIndex', 'settings', 'clock', 'historyCompacted'] as const;
 
 export function encodeSnapshot(body: SnapshotBody): Uint8Array {
   return packToBytes({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, ...body });
@@ -148,13 +152,20 @@ export function decodeSnapshot(data: Uint8Array): SnapshotBody {
   if (o.version !== 1 && o.version !== SNAPSHOT_VERSION) {
     fail(`unsupported version ${JSON.stringify(o.version)} (this build reads 1 to ${SNAPSHOT_VERSION})`);
   }
-  for (const field of BODY_FIELDS) if (!(field in o)) fail(`missing ${field}`);
+  // The history came within version 2, before its release: a version 2 snapshot without it
+  // reads as version 1 does, with an empty history compacted through its index.
+  const withHistory = 'history' in o || 'historyCompacted' in o;
+  for (const field of BODY_FIELDS) if (!(field in o) && (field !== 'history' || withHistory)) fail(`missing ${field}`);
   const v1 = o.version === 1;
   if (!v1 && !('settings' in o && 'clock' in o)) fail('missing settings or clock');
+  if (withHistory && !('historyCompacted' in o)) fail('missing historyCompacted');
+  const appliedIndex = readUint(o.appliedIndex, 'appliedIndex');
   return {
-    appliedIndex: readUint(o.appliedIndex, 'appliedIndex'),
+    appliedIndex,
     settings: v1 || o.settings === null ? null : readSettings(o.settings),
     clock: v1 ? 0 : readUint(o.clock, 'clock'),
+    historyCompacted: withHistory ? readUint(o.historyCompacted, 'historyCompacted') : appliedIndex,
+    history: withHistory ? o.history : [],
     sessions: o.sessions,
     locks: o.locks,
     elections: o.elections,
@@ -164,13 +175,14 @@ export function decodeSnapshot(data: Uint8Array): SnapshotBody {
   };
 }
 
-/** The settings of a snapshot: every setting this build knows, and nothing else (a newer
- *  build's setting is one this build could not honour). */
+/** The settings of a snapshot: settings this build knows, and nothing else (a newer build's
+ *  setting is one this build could not honour); one it knows and the snapshot lacks (written
+ *  before the setting existed) has its default, as the configure entries of such a log get. */
 function readSettings(v: unknown): MachineConfig {
   const o = readObject(v, 'settings');
   for (const k of Object.keys(o)) if (!SETTING_NAMES.includes(k as (typeof SETTING_NAMES)[number])) fail(`unknown setting ${JSON.stringify(k)}`);
   const out: Record<string, unknown> = {};
-  for (const name of SETTING_NAMES) out[name] = o[name];
+  for (const name of SETTING_NAMES) out[name] = o[name] ?? DEFAULT_MACHINE_CONFIG[name];
   const problem = settingsProblem(out);
   if (problem !== null) fail(`settings: ${problem}`);
   return Object.freeze(out) as unknown as MachineConfig;

@@ -7,10 +7,10 @@
 // which stay far below 2^53.
 
 import type { MachineConfig, SettingName } from './config.js';
-import type { Fence, Holder, KvEntry, LockMode } from './vocabulary.js';
+import type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp } from './vocabulary.js';
 
 // The words the client protocol shares with the machine are defined in vocabulary.ts.
-export type { Fence, Holder, KvEntry, LockMode };
+export type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp };
 
 /**
  * Fields of every command a client sends for a session (Raft thesis §6.3). `seq` numbers the
@@ -41,6 +41,9 @@ export interface OpenSessionCommand {
 /** A session label is for display: short, and refused (not cut) when longer. */
 export const SESSION_LABEL_MAX_BYTES = 128;
 
+/** The longest reason an operator may give for a revoke (it travels in the entry). */
+export const REVOKE_REASON_MAX_BYTES = 256;
+
 export interface CloseSessionCommand extends SessionScoped {
   readonly type: 'closeSession';
 }
@@ -49,6 +52,17 @@ export interface CloseSessionCommand extends SessionScoped {
 export interface ExpireSessionCommand {
   readonly type: 'expireSession';
   readonly session: number;
+}
+
+/** Proposed for an operator (an admin token): ends the session exactly as an expiry does
+ *  (lock-delay applies, its ephemeral keys go), told as `sessionExpired` with reason
+ *  `revoke`. `reason` is the operator's words; `by` the admin token's name that asked
+ *  (stamped by the node that admitted the request; absent when clients are not authenticated). */
+export interface RevokeSessionCommand {
+  readonly type: 'revokeSession';
+  readonly session: number;
+  readonly reason?: string;
+  readonly by?: string;
 }
 
 export interface AcquireCommand extends SessionScoped {
@@ -111,6 +125,9 @@ export interface PutCommand extends SessionScoped {
   readonly value: Uint8Array;
   /** Apply only if the key's revision is this (0 = the key must not exist). */
   readonly ifRevision?: number;
+  /** Tie the key to the writing session: it is deleted in the entry that ends the session
+   *  (close, expiry or revoke). A later put without it makes the key outlive its writer. */
+  readonly ephemeral?: boolean;
 }
 
 export interface DeleteCommand extends SessionScoped {
@@ -118,6 +135,19 @@ export interface DeleteCommand extends SessionScoped {
   readonly key: string;
   /** Apply only if the key's revision is this (0 = the key must not exist). */
   readonly ifRevision?: number;
+}
+
+/**
+ * A small transaction (etcd's Txn): if every compare holds, the `success` writes apply, else
+ * the `failure` writes; all in this one entry, so every change carries its index as revision
+ * and a watcher sees them together. At most maxTxnOps compares and writes per branch, each
+ * key at most once per branch. A branch whose writes do not fit the budgets applies nothing.
+ */
+export interface TxnCommand extends SessionScoped {
+  readonly type: 'txn';
+  readonly compare: readonly TxnCompare[];
+  readonly success: readonly TxnOp[];
+  readonly failure: readonly TxnOp[];
 }
 
 /**
@@ -185,6 +215,7 @@ export type Command =
   | OpenSessionCommand
   | CloseSessionCommand
   | ExpireSessionCommand
+  | RevokeSessionCommand
   | AcquireCommand
   | ReleaseCommand
   | CancelWaitCommand
@@ -194,6 +225,7 @@ export type Command =
   | ResignCommand
   | PutCommand
   | DeleteCommand
+  | TxnCommand
   | BeginOpCommand
   | CompleteOpCommand
   | PruneOpsCommand
@@ -318,6 +350,22 @@ export interface OpCompletedResult {
   readonly idempotencyKey: string;
 }
 
+/** One write of a transaction's branch, in order: a put's new revision (the entry's index),
+ *  or whether a delete found the key. */
+export type TxnOpResult = { readonly op: 'put'; readonly revision: number } | { readonly op: 'delete'; readonly existed: boolean };
+
+export interface TxnResult {
+  readonly type: 'txn';
+  /** Whether every compare held (the success branch ran). */
+  readonly succeeded: boolean;
+  /** Positions (from 0) of the compares that did not hold. */
+  readonly failed: readonly number[];
+  readonly results: readonly TxnOpResult[];
+  /** The index of the entry that applied it: every change of its branch has this revision
+   *  (a retry's answer still says the first entry's). */
+  readonly revision: number;
+}
+
 export interface PrunedResult {
   readonly type: 'pruned';
   readonly count: number;
@@ -356,6 +404,7 @@ export type Result =
   | OpInDoubtResult
   | OpCompletedResult
   | PrunedResult
+  | TxnResult
   | SettingsResult
   | CheckpointResult
   | MachineError;
@@ -365,6 +414,7 @@ export interface ResultByCommand {
   openSession: SessionOpenedResult | MachineError;
   closeSession: OkResult | MachineError;
   expireSession: OkResult | MachineError;
+  revokeSession: OkResult | MachineError;
   acquire: MachineAcquireResult;
   release: OkResult | MachineError;
   cancelWait: OkResult | MachineError;
@@ -374,6 +424,7 @@ export interface ResultByCommand {
   resign: OkResult | MachineError;
   put: WrittenResult | MachineError;
   delete: DeletedResult | MachineError;
+  txn: TxnResult | MachineError;
   beginOp: MachineBeginOpResult;
   completeOp: OpCompletedResult | MachineError;
   pruneOps: PrunedResult | MachineError;
@@ -401,6 +452,11 @@ export interface SessionClosedEvent {
 export interface SessionExpiredEvent {
   readonly type: 'sessionExpired';
   readonly session: number;
+  /** `expire`: its lease ran out; `revoke`: an operator ended it (revokeSession). */
+  readonly reason: 'expire' | 'revoke';
+  /** A revoke's words and who asked, when given. */
+  readonly detail?: string;
+  readonly by?: string;
 }
 
 export interface LockGrantedEvent {
@@ -534,6 +590,8 @@ export interface SessionInfo {
   readonly waits: readonly SessionWaitInfo[];
   /** Elections the session leads or stands in, by name. */
   readonly elections: readonly string[];
+  /** Keys tied to the session (ephemeral puts), by name. */
+  readonly ephemeralKeys: readonly string[];
   /** Answers kept for retries (seq > ackedSeq). */
   readonly pendingResults: number;
   /** Highest seq whose answer has been forgotten. */
@@ -605,4 +663,21 @@ export interface MachineStats {
   readonly ledgerBytes: number;
   readonly electionBytes: number;
   readonly pendingResults: number;
+  readonly historyEntries: number;
+  readonly historyBytes: number;
 }
+
+/** A change of the key-value space as the watch history keeps it: value null = deleted,
+ *  revision = index of the entry that made it (several changes may share one). */
+export interface KvChange {
+  readonly key: string;
+  readonly value: Uint8Array | null;
+  readonly revision: number;
+}
+
+/** What the history holds after a revision: the changes, or that some of them were
+ *  dropped (`compactedThrough`: a watch may resume from this revision or a later one). */
+export type HistoryRead =
+  /** `more`: ask again from `through`, the last revision looked at in full. */
+  | { readonly type: 'changes'; readonly changes: readonly KvChange[]; readonly more: boolean; readonly through?: number }
+  | { readonly type: 'compacted'; readonly compactedThrough: number };

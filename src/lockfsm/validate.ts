@@ -8,7 +8,7 @@
 import { SETTING_NAMES, type MachineConfig } from './config.js';
 import { invalidArgument, limitExceeded } from './errors.js';
 import { utf8Length } from './text.js';
-import { SESSION_LABEL_MAX_BYTES, type Command, type CommandType, type MachineError } from './types.js';
+import { REVOKE_REASON_MAX_BYTES, SESSION_LABEL_MAX_BYTES, type Command, type CommandType, type MachineError } from './types.js';
 
 type FieldKind =
   | 'id' // positive safe integer: session, seq, token, index
@@ -20,6 +20,9 @@ type FieldKind =
   | 'bytes' // Uint8Array of at most maxValueBytes
   | 'text' // string of at most maxValueBytes UTF-8 bytes (may be empty)
   | 'label' // a session's label for people: 1..SESSION_LABEL_MAX_BYTES UTF-8 bytes
+  | 'reason' // an operator's words: 1..REVOKE_REASON_MAX_BYTES UTF-8 bytes
+  | 'compares' // a transaction's conditions: up to maxTxnOps TxnCompare
+  | 'txnOps' // a transaction's branch: up to maxTxnOps TxnOp, each key once
   | 'fence' // {lock: name, token: id}
   | 'settings'; // {settingName: non-negative safe integer, ...}: some of config.ts's settings
 
@@ -42,6 +45,7 @@ const SPECS: Readonly<Record<CommandType, CommandSpec>> = {
   openSession: { required: { ttlMs: 'uint' }, optional: { label: 'label', owner: 'label' } },
   closeSession: scoped({}),
   expireSession: { required: { session: 'id' }, optional: {} },
+  revokeSession: { required: { session: 'id' }, optional: { reason: 'reason', by: 'label' } },
   acquire: scoped({ name: 'name', mode: 'mode', wait: 'bool' }, { limit: 'id', lockDelayMs: 'uint' }),
   release: scoped({ name: 'name', token: 'id' }),
   cancelWait: scoped({ name: 'name' }),
@@ -49,8 +53,9 @@ const SPECS: Readonly<Record<CommandType, CommandSpec>> = {
   campaign: scoped({ election: 'name', value: 'text' }),
   proclaim: scoped({ election: 'name', token: 'id', value: 'text' }),
   resign: scoped({ election: 'name' }, { token: 'id' }),
-  put: scoped({ key: 'key', value: 'bytes' }, { ifRevision: 'uint' }),
+  put: scoped({ key: 'key', value: 'bytes' }, { ifRevision: 'uint', ephemeral: 'bool' }),
   delete: scoped({ key: 'key' }, { ifRevision: 'uint' }),
+  txn: scoped({ compare: 'compares', success: 'txnOps', failure: 'txnOps' }),
   // the ledger is fenced by definition: fence is required, not optional
   beginOp: { required: { ...SCOPED_REQUIRED, opKey: 'key', fence: 'fence', at: 'uint' }, optional: { ackedSeq: 'uint', retry: 'bool' } },
   completeOp: {
@@ -133,6 +138,20 @@ function checkField(kind: FieldKind, v: unknown, field: string, config: MachineC
       return checkString(v, field, config.maxValueBytes, true, 'limit');
     case 'label':
       return checkString(v, field, SESSION_LABEL_MAX_BYTES, false, 'invalid');
+    case 'reason':
+      return checkString(v, field, REVOKE_REASON_MAX_BYTES, false, 'invalid');
+    case 'compares':
+      return checkList(v, field, config, checkCompare);
+    case 'txnOps': {
+      const ops = checkList(v, field, config, checkTxnOp);
+      if (ops instanceof Refusal) return ops;
+      const keys = new Set<string>();
+      for (const op of ops as { key: string }[]) {
+        if (keys.has(op.key)) return new Refusal(invalidArgument(`${field}: key ${JSON.stringify(op.key.slice(0, 60))} appears twice; a branch writes each key once`));
+        keys.add(op.key);
+      }
+      return ops;
+    }
     case 'bytes': {
       if (!(v instanceof Uint8Array)) return new Refusal(invalidArgument(`${field} must be bytes (Uint8Array)`));
       if (v.length > config.maxValueBytes) {
@@ -168,6 +187,90 @@ function checkField(kind: FieldKind, v: unknown, field: string, config: MachineC
       return out;
     }
   }
+}
+
+/** An array of at most maxTxnOps items, each checked (and copied) by `item`. */
+function checkList(v: unknown, field: string, config: MachineConfig, item: (x: unknown, field: string, config: MachineConfig) => unknown): unknown {
+  if (!Array.isArray(v)) return new Refusal(invalidArgument(`${field} must be an array`));
+  if (v.length > config.maxTxnOps) {
+    return new Refusal(limitExceeded(`${field} has ${v.length} items, over the limit of ${config.maxTxnOps} (txn.maxOps)`));
+  }
+  const out: unknown[] = [];
+  for (let i = 0; i < v.length; i++) {
+    const checked = item(v[i], `${field}[${i}]`, config);
+    if (checked instanceof Refusal) return checked;
+    out.push(checked);
+  }
+  return out;
+}
+
+/** The fields of a nested object: only `known`, every one of `required` present. */
+function nestedFields(v: unknown, field: string, known: readonly string[]): Record<string, unknown> | Refusal {
+  if (!isPlainObject(v)) return new Refusal(invalidArgument(`${field} must be an object`));
+  for (const k in v) {
+    if (!known.includes(k)) return new Refusal(invalidArgument(`${field} has an unknown field '${k.slice(0, 40)}'`));
+  }
+  return v;
+}
+
+/** A TxnCompare, canonical (fields in a fixed order). */
+function checkCompare(v: unknown, field: string, config: MachineConfig): unknown {
+  const o = nestedFields(v, field, ['target', 'key', 'op', 'revision', 'lock', 'token']);
+  if (o instanceof Refusal) return o;
+  const need = (name: string, kind: FieldKind): unknown =>
+    o[name] === undefined ? new Refusal(invalidArgument(`${field}: missing field '${name}'`)) : checkField(kind, o[name], `${field}.${name}`, config);
+  const extra = (allowed: readonly string[]): Refusal | null => {
+    for (const k in o) if (k !== 'target' && !allowed.includes(k)) return new Refusal(invalidArgument(`${field}: '${k}' does not apply to target ${String(o.target)}`));
+    return null;
+  };
+  switch (o.target) {
+    case 'revision': {
+      const bad = extra(['key', 'op', 'revision']);
+      if (bad) return bad;
+      const key = need('key', 'key');
+      if (key instanceof Refusal) return key;
+      if (o.op !== 'eq' && o.op !== 'ne' && o.op !== 'gt' && o.op !== 'lt') return new Refusal(invalidArgument(`${field}.op must be 'eq', 'ne', 'gt' or 'lt'`));
+      const revision = need('revision', 'uint');
+      if (revision instanceof Refusal) return revision;
+      return { target: 'revision', key, op: o.op, revision };
+    }
+    case 'absent': {
+      const bad = extra(['key']);
+      if (bad) return bad;
+      const key = need('key', 'key');
+      return key instanceof Refusal ? key : { target: 'absent', key };
+    }
+    case 'lock': {
+      const bad = extra(['lock', 'token']);
+      if (bad) return bad;
+      const lock = need('lock', 'name');
+      if (lock instanceof Refusal) return lock;
+      const token = need('token', 'id');
+      return token instanceof Refusal ? token : { target: 'lock', lock, token };
+    }
+    default:
+      return new Refusal(invalidArgument(`${field}.target must be 'revision', 'absent' or 'lock'`));
+  }
+}
+
+/** A TxnOp, canonical. */
+function checkTxnOp(v: unknown, field: string, config: MachineConfig): unknown {
+  const o = nestedFields(v, field, ['op', 'key', 'value', 'ephemeral']);
+  if (o instanceof Refusal) return o;
+  if (o.op !== 'put' && o.op !== 'delete') return new Refusal(invalidArgument(`${field}.op must be 'put' or 'delete'`));
+  if (o.key === undefined) return new Refusal(invalidArgument(`${field}: missing field 'key'`));
+  const key = checkField('key', o.key, `${field}.key`, config);
+  if (key instanceof Refusal) return key;
+  if (o.op === 'delete') {
+    if (o.value !== undefined || o.ephemeral !== undefined) return new Refusal(invalidArgument(`${field}: a delete takes only a key`));
+    return { op: 'delete', key };
+  }
+  if (o.value === undefined) return new Refusal(invalidArgument(`${field}: missing field 'value'`));
+  const value = checkField('bytes', o.value, `${field}.value`, config);
+  if (value instanceof Refusal) return value;
+  if (o.ephemeral === undefined) return { op: 'put', key, value };
+  const ephemeral = checkField('bool', o.ephemeral, `${field}.ephemeral`, config);
+  return ephemeral instanceof Refusal ? ephemeral : { op: 'put', key, value, ephemeral };
 }
 
 /**

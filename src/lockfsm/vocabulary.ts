@@ -32,3 +32,17 @@ export interface KvEntry {
   readonly value: Uint8Array;
   readonly revision: number;
 }
+
+/** A condition of a transaction, judged against the state before its entry. */
+export type TxnCompare =
+  /** The key's revision (0 when absent) compared with `revision`. */
+  | { readonly target: 'revision'; readonly key: string; readonly op: 'eq' | 'ne' | 'gt' | 'lt'; readonly revision: number }
+  /** The key does not exist (the same as revision eq 0, said plainly). */
+  | { readonly target: 'absent'; readonly key: string }
+  /** The transaction's session holds `lock` right now with exactly `token`: a fence. */
+  | { readonly target: 'lock'; readonly lock: string; readonly token: number };
+
+/** A write of a transaction; each key at most once per branch. */
+export type TxnOp =
+  | { readonly op: 'put'; readonly key: string; readonly value: Uint8Array; readonly ephemeral?: boolean }
+  | { readonly op: 'delete'; readonly key: string };

@@ -9,9 +9,9 @@
 // server (src/server) can import it without importing each other. The words it shares with
 // the lock machine (LockMode, Fence, Holder, KvEntry) are defined once, in
 // src/lockfsm/vocabulary.ts (declarations only, imported as types: why there, see that file).
-import type { Fence, Holder, KvEntry, LockMode } from '../lockfsm/vocabulary.js';
+import type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp } from '../lockfsm/vocabulary.js';
 
-export type { Fence, Holder, KvEntry, LockMode };
+export type { Fence, Holder, KvEntry, LockMode, TxnCompare, TxnOp };
 
 export const PROTOCOL_VERSION = 1;
 
@@ -55,6 +55,7 @@ export type ErrorCode =
   | 'LIMIT_EXCEEDED'
   | 'CONFLICT'
   | 'RATE_LIMITED'
+  | 'COMPACTED' // a watch asked to resume from a revision the history no longer holds (compactRevision)
   | 'INTERNAL';
 
 export interface WireError {
@@ -66,6 +67,8 @@ export interface WireError {
   readonly currentToken?: number | null;
   /** CONFLICT on ifRevision: the key's revision now (0 = absent). */
   readonly currentRevision?: number;
+  /** COMPACTED: the oldest revision a watch may resume from now. */
+  readonly compactRevision?: number;
 }
 
 /** Fields every session-scoped write carries, for exactly-once application (thesis §6.3). */
@@ -107,14 +110,28 @@ export type Request =
   | { id: number; op: 'leader'; election: string }
   | { id: number; op: 'observe'; election: string }
   | { id: number; op: 'unobserve'; election: string }
-  | ({ id: number; op: 'put'; key: string; value: Uint8Array; fence?: Fence; ifRevision?: number } & Sequenced)
+  /** `ephemeral`: the key is deleted in the entry that ends this session (close, expiry, revoke). */
+  | ({ id: number; op: 'put'; key: string; value: Uint8Array; fence?: Fence; ifRevision?: number; ephemeral?: boolean } & Sequenced)
   | ({ id: number; op: 'delete'; key: string; fence?: Fence; ifRevision?: number } & Sequenced)
+  /** If every compare holds, the success writes apply, else the failure writes: one entry. */
+  | ({ id: number; op: 'txn'; compare: readonly TxnCompare[]; success: readonly TxnOp[]; failure: readonly TxnOp[]; fence?: Fence } & Sequenced)
   | { id: number; op: 'kvGet'; key: string }
-  | { id: number; op: 'watch'; prefix: string }
+  /** Without fromRevision or snapshot: the prefix's entries (as in version 1 of this op).
+   *  `snapshot`: the entries and the revision they reflect. `fromRevision`: every change
+   *  after that revision, or COMPACTED. Changes after the answer arrive as kvChanged. */
+  | { id: number; op: 'watch'; prefix: string; fromRevision?: number; snapshot?: boolean }
   | { id: number; op: 'unwatch'; prefix: string }
   | ({ id: number; op: 'beginOp'; opKey: string; fence: Fence; retry?: boolean } & Sequenced)
   | ({ id: number; op: 'completeOp'; opKey: string; result: Uint8Array; fence: Fence } & Sequenced)
+  /** Open sessions, by id (those above `after`: the next page), whose label starts with
+   *  `prefix`: each with its owner, TTL, time since its lease was last renewed, and what it
+   *  holds, waits for, leads and ties. A token that is not an admin token sees only its own
+   *  sessions (`owner` is then its name). */
+  | { id: number; op: 'sessions'; prefix?: string; owner?: string; limit?: number; after?: number }
+  | { id: number; op: 'sessionInfo'; session: number }
   // ---- administration ----
+  /** End a session as an expiry would (admin): lock-delay applies, its holders are told. */
+  | { id: number; op: 'revokeSession'; session: number; reason: string }
   /** The membership in effect (from the log): ids, URLs and whether each votes. */
   | { id: number; op: 'members' }
   /** Add a node as a non-voting learner; the leader promotes it once it has caught up. */
@@ -188,6 +205,58 @@ export interface ClusterSettings {
   readonly configured: boolean;
 }
 
+export interface TxnResult {
+  readonly succeeded: boolean;
+  /** Positions (from 0) of the compares that did not hold. */
+  readonly failed: readonly number[];
+  /** One per write of the branch that ran: a put's revision (the entry's index), or whether a delete found its key. */
+  readonly results: readonly ({ readonly op: 'put'; readonly revision: number } | { readonly op: 'delete'; readonly existed: boolean })[];
+  /** The entry that applied the transaction: the revision of each of its changes (a retry
+   *  answers the first entry's, while `index` is the retry's own). */
+  readonly revision: number;
+  readonly index: number;
+}
+
+/** An open session as an operator sees it. */
+export interface SessionView {
+  readonly session: number;
+  readonly label: string | null;
+  /** The token name that opened it (null: opened without authentication). */
+  readonly owner: string | null;
+  readonly ttlMs: number;
+  /** Since the leader last renewed its lease (a keepalive, or the leader taking office),
+   *  and what is left of it; null when the answering node keeps no leases (not the leader). */
+  readonly sinceKeepAliveMs: number | null;
+  readonly leaseLeftMs: number | null;
+  readonly locks: readonly { readonly name: string; readonly token: number; readonly mode: LockMode }[];
+  readonly waits: readonly { readonly name: string; readonly mode: LockMode }[];
+  readonly elections: readonly string[];
+  readonly ephemeralKeys: readonly string[];
+}
+
+/** A change under a watched prefix: value null = deleted; revision = the entry's index. */
+export interface KvChange {
+  readonly key: string;
+  readonly value: Uint8Array | null;
+  readonly revision: number;
+}
+
+/** `watch` with `snapshot`: the prefix's entries (at most 1000; `truncated` when there are
+ *  more) as of `revision`; changes after it follow as events. */
+export interface WatchSnapshot {
+  readonly revision: number;
+  readonly entries: readonly KvEntry[];
+  readonly truncated: boolean;
+}
+
+/** `watch` with `fromRevision`: the changes after it up to `revision`, oldest first; with
+ *  `more`, ask again from `revision` (a page ends between revisions). */
+export interface WatchReplay {
+  readonly revision: number;
+  readonly changes: readonly KvChange[];
+  readonly more: boolean;
+}
+
 export interface MemberInfo {
   readonly id: string;
   readonly peerUrl: string;
@@ -243,7 +312,9 @@ export type BeginOpResult =
 export type ServerEvent =
   | { event: 'granted'; index: number; session: number; name: string; token: number; mode: LockMode }
   | { event: 'released'; index: number; session: number; name: string; token: number; reason: 'release' | 'close' | 'expire' | 'cancel' }
-  | { event: 'sessionExpired'; index: number; session: number }
+  /** reason (absent from older nodes: `expire`): `revoke` when an operator ended it, with
+   *  their words (`detail`) and token name (`by`) when given. */
+  | { event: 'sessionExpired'; index: number; session: number; reason?: 'expire' | 'revoke'; detail?: string; by?: string }
   | { event: 'electionChanged'; index: number; election: string; leader: number | null; value: string | null; token: number | null }
   | { event: 'kvChanged'; index: number; key: string; value: Uint8Array | null; revision: number };
 

@@ -4,11 +4,13 @@
 // the result each op answers with (ResultByOp), which the server builds typed and the SDK
 // reads. A new op is one row here and one in ResultByOp; the compiler then points at every
 // switch that must learn it.
+export type { KvChange };
 import type {
   AcquireResult,
   BeginOpResult,
   CampaignResult,
   ClusterSettings,
+  KvChange,
   ElectionLeader,
   HelloResult,
   KvEntry,
@@ -17,6 +19,10 @@ import type {
   NodeStatus,
   Request,
   SessionResult,
+  SessionView,
+  TxnResult,
+  WatchReplay,
+  WatchSnapshot,
   WireError,
 } from './client-protocol.js';
 
@@ -62,12 +68,17 @@ export const OP_TABLE = {
   unobserve: read,
   put: write,
   delete: write,
+  txn: write,
   kvGet: read,
   watch: read,
   unwatch: read,
   beginOp: write,
   completeOp: write,
+  sessions: read,
+  sessionInfo: read,
   members: read,
+  // A lock-machine command (proposed and forwarded like any write) that only an admin may send.
+  revokeSession: { write: true, permission: 'admin' },
   addMember: admin,
   removeMember: admin,
   transferLeader: admin,
@@ -151,11 +162,17 @@ export interface ResultByOp {
   put: { readonly revision: number } & Indexed;
   /** revision: the index of the delete when the key existed, else 0. */
   delete: { readonly existed: boolean; readonly revision: number } & Indexed;
+  txn: TxnResult;
   kvGet: KvEntry | null;
-  watch: readonly KvEntry[];
+  /** The entries (a plain watch), or with `snapshot` the entries and their revision, or with
+   *  `fromRevision` the changes since. */
+  watch: readonly KvEntry[] | WatchSnapshot | WatchReplay;
   unwatch: Done;
   beginOp: BeginOpResult & Indexed;
   completeOp: { readonly idempotencyKey: string } & Indexed;
+  sessions: readonly SessionView[];
+  sessionInfo: SessionView | null;
+  revokeSession: Indexed;
   members: readonly MemberInfo[];
   /** index 0 and `already`: a retry of a change that was applied before. */
   addMember: Indexed & { readonly already?: true };

@@ -14,6 +14,8 @@ import {
   type Response,
   type ServerEvent,
   type ServerFrame,
+  type TxnCompare,
+  type TxnOp,
   type WireError,
 } from './client-protocol.js';
 import { OPS, type Op } from './ops.js';
@@ -44,6 +46,9 @@ export function isInvalidServerFrame(f: ParsedServerFrame): f is InvalidServerFr
 
 const OP_SET: ReadonlySet<string> = new Set(OPS);
 
+/** A revoke's reason travels in the log entry and the audit line: short (lockfsm's bound). */
+const MAX_REASON_BYTES = 256;
+
 const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'BAD_FRAME',
   'FRAME_TOO_LARGE',
@@ -61,6 +66,7 @@ const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'LIMIT_EXCEEDED',
   'CONFLICT',
   'RATE_LIMITED',
+  'COMPACTED',
   'INTERNAL',
 ]);
 
@@ -145,7 +151,8 @@ class Fields {
   }
 
   /**
-   * A name a request creates (a lock, an election, a key, an operation, a session label):
+   * A name a request creates (a lock, an election, a key, an operation, a session label; a
+   * revoke's reason, which the revoked holder is shown, is held to the same rule):
    * no control characters. Names that exist are still accepted where a request only refers
    * to them (release, get, delete...), so a name made before this rule can be cleaned up.
    */
@@ -229,6 +236,16 @@ class Fields {
     return this.has(name) ? this.fence(name) : undefined;
   }
 
+  /** An array of at most MAX_LIST_ITEMS maps, each read by `item` (its own Fields). */
+  list<T>(name: string, item: (f: Fields) => T): T[] {
+    const v = this.get(name);
+    if (!Array.isArray(v) || v.length > MAX_LIST_ITEMS) this.fail(name, `an array of at most ${MAX_LIST_ITEMS} maps`);
+    return v.map((x, i) => {
+      if (!isPlainObject(x)) this.fail(`${name}[${i}]`, 'a map');
+      return item(new Fields(x, `${this.where}.${name}[${i}]`, this.request));
+    });
+  }
+
   /** The (session, seq, ackedSeq) triple of session-scoped writes. */
   sequenced(): { session: number; seq: number; ackedSeq?: number } {
     const session = this.uint('session', 1);
@@ -237,6 +254,28 @@ class Fields {
     if (ackedSeq !== undefined && ackedSeq >= seq) this.fail('ackedSeq', `an integer below seq (${seq})`);
     return withoutUndefined({ session, seq, ackedSeq });
   }
+}
+
+/** Items of a list field (a transaction's compares and writes); the cluster's own bound
+ *  (txn.maxOps) is tighter. */
+const MAX_LIST_ITEMS = 64;
+
+function txnCompare(f: Fields): TxnCompare {
+  const target = f.oneOf('target', ['revision', 'absent', 'lock'] as const);
+  switch (target) {
+    case 'revision':
+      return { target, key: f.string('key', true), op: f.oneOf('op', ['eq', 'ne', 'gt', 'lt'] as const), revision: f.uint('revision') };
+    case 'absent':
+      return { target, key: f.string('key', true) };
+    case 'lock':
+      return { target, lock: f.string('lock', true), token: f.uint('token', 1) };
+  }
+}
+
+function txnOp(f: Fields): TxnOp {
+  const op = f.oneOf('op', ['put', 'delete'] as const);
+  if (op === 'delete') return { op, key: f.string('key', true) };
+  return withoutUndefined({ op, key: f.newName('key'), value: f.bytes('value'), ephemeral: f.optBool('ephemeral') });
 }
 
 /** Optional fields are left out rather than set to undefined. */
@@ -348,6 +387,17 @@ function parseOp(id: number, op: Op, f: Fields): Request {
         value: f.bytes('value'),
         fence: f.optFence('fence'),
         ifRevision: f.optUint('ifRevision'),
+        ephemeral: f.optBool('ephemeral'),
+      });
+    case 'txn':
+      return withoutUndefined({
+        id,
+        op,
+        ...f.sequenced(),
+        compare: f.list('compare', txnCompare),
+        success: f.list('success', txnOp),
+        failure: f.has('failure') ? f.list('failure', txnOp) : [],
+        fence: f.optFence('fence'),
       });
     case 'delete':
       return withoutUndefined({
@@ -360,9 +410,23 @@ function parseOp(id: number, op: Op, f: Fields): Request {
       });
     case 'kvGet':
       return { id, op, key: f.string('key', true) };
-    case 'watch':
+    case 'watch': {
+      const fromRevision = f.optUint('fromRevision');
+      const snapshot = f.optBool('snapshot');
+      if (fromRevision !== undefined && snapshot) throw new Invalid('INVALID_ARGUMENT', 'watch: give fromRevision (resume) or snapshot (start), not both');
+      return withoutUndefined({ id, op, prefix: f.string('prefix', false), fromRevision, snapshot });
+    }
     case 'unwatch':
       return { id, op, prefix: f.string('prefix', false) };
+    case 'sessions':
+      return withoutUndefined({ id, op, prefix: f.optString('prefix', false), owner: f.optString('owner', true), limit: f.optUint('limit', 1), after: f.optUint('after') });
+    case 'sessionInfo':
+      return { id, op, session: f.uint('session', 1) };
+    case 'revokeSession': {
+      const reason = f.newName('reason'); // shown to the holder and on operators' terminals
+      if (utf8Length(reason) > MAX_REASON_BYTES) throw new Invalid('INVALID_ARGUMENT', `revokeSession.reason: at most ${MAX_REASON_BYTES} UTF-8 bytes`);
+      return { id, op, session: f.uint('session', 1), reason };
+    }
     case 'beginOp':
       return withoutUndefined({
         id,
@@ -435,7 +499,8 @@ function parseWireError(x: unknown): WireError {
   // currentToken: absent, or nil (the lock is free), or the token the lock has now.
   const currentToken = Object.prototype.hasOwnProperty.call(x, 'currentToken') ? f.orNull('currentToken', (n) => f.uint(n)) : undefined;
   const currentRevision = f.optUint('currentRevision');
-  return withoutUndefined({ code, message, leaderHint, currentToken, currentRevision });
+  const compactRevision = f.optUint('compactRevision');
+  return withoutUndefined({ code, message, leaderHint, currentToken, currentRevision, compactRevision });
 }
 
 const RELEASE_REASONS = ['release', 'close', 'expire', 'cancel'] as const;
@@ -454,8 +519,11 @@ function parseEvent(f: Fields, kind: unknown): ServerEvent | InvalidServerFrame 
         token: f.uint('token', 1),
         reason: f.oneOf('reason', RELEASE_REASONS),
       };
-    case 'sessionExpired':
-      return { event: kind, index, session: f.uint('session', 1) };
+    case 'sessionExpired': {
+      // reason: absent from older nodes (an expiry); an unknown one (a newer node's) reads as one.
+      const reason = f.has('reason') ? (f.string('reason', true) === 'revoke' ? 'revoke' : 'expire') : undefined;
+      return withoutUndefined({ event: kind, index, session: f.uint('session', 1), reason, detail: f.optString('detail', false), by: f.optString('by', false) });
+    }
     case 'electionChanged':
       return {
         event: kind,

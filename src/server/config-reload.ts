@@ -18,7 +18,7 @@ export function restartOnlyChanges(running: ClusterConfig, next: ClusterConfig, 
   if (running.clusterId !== next.clusterId) out.push('clusterId');
   const self = (c: ClusterConfig): NodeConfig | undefined => c.nodes.find((n) => n.id === id);
   if (differs(self(running), self(next))) out.push(`nodes (${id}'s entry)`);
-  for (const key of ['raft', 'sessions', 'snapshot', 'ledger', 'budgets', 'limits'] as const) {
+  for (const key of ['raft', 'sessions', 'snapshot', 'ledger', 'budgets', 'txn', 'watch', 'limits'] as const) {
     if (differs(running[key], next[key])) out.push(key);
   }
   if ((running.auth === null) !== (next.auth === null)) out.push(next.auth === null ? 'auth (turned off)' : 'auth (turned on)');

@@ -14,6 +14,7 @@ import type { ClientConn, ClientListener, PeerNetwork } from '../transport/contr
 import type { NodeClock } from './clock.js';
 import type { NodeInternals } from './ops/node-view.js';
 import type { NodeOps } from './ops/index.js';
+import type { Revoke } from './ops/revoke.js';
 
 /** What the HTTP API needs of the client port it shares: per-address slots for long requests. */
 export interface HttpPortControls {
@@ -39,8 +40,8 @@ export interface NodeDeps {
   /** The links to the other members, dialing `peers` (id -> peer URL) once started. */
   peerNetwork(peers: ReadonlyMap<NodeId, string>): PeerNetwork;
   clientPort(handlers: ClientPortHandlers): ClientListener;
-  /** Metrics, health checks and the status page; null: none. */
-  opsPort(node: NodeInternals): NodeOps | null;
+  /** Metrics, health checks and the status page (whose revoke is `revoke`); null: none. */
+  opsPort(node: NodeInternals, revoke: Revoke): NodeOps | null;
   /** `serve --join`: asks the cluster at `urls` to add this node; the members to dial. */
   join(urls: readonly string[]): Promise<MemberInfo[]>;
   /** A config reload: reads and checks what `next` gives the sockets (the peer secrets, both

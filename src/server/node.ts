@@ -26,6 +26,7 @@ import { nodeStatus, type NodeStatusView } from './ops/node-status.js';
 import { openState, type Opened } from './node-state.js';
 import { HttpApi, apiNodeOf } from './api/http/index.js';
 import { ClientGate } from './api/client-gate.js';
+import { opsRevoke } from './api/ops-revoke.js';
 import { serveConnection } from './api/client-connections.js';
 import { RequestDispatcher } from './api/request-dispatch.js';
 import { Subscriptions } from './api/subscriptions.js';
@@ -165,10 +166,7 @@ export class PalisadeNode {
         handle: (req, owner) => this.dispatch.handle(req, null, owner), renewLeases: (sessions) => this.dispatch.renewLeases(sessions),
         unavailable: (message) => this.dispatch.unavailable(message), removedBy: (index) => this.removal.removedBy(index),
       },
-      REQUEST_TIMEOUT_MS,
-      electionTimeoutMs * 3,
-      undefined,
-      this.clock,
+      REQUEST_TIMEOUT_MS, electionTimeoutMs * 3, undefined, this.clock,
     );
     this.leaseBatch = new KeepAliveBatcher((sessions, gone) => this.forwarder.renewLeases(sessions, gone), tickMs, this.clock);
     this.dispatch = new RequestDispatcher({
@@ -208,7 +206,7 @@ export class PalisadeNode {
       onConnection: (conn) => serveConnection(conn, this.gate, (g, r, sink) => this.dispatch.serve(g, r, sink), this.subs),
       http: (port) => new HttpApi({ node: apiNodeOf(this.gate, this.subs, (g, r, s) => this.dispatch.serve(g, r, s)), limits: cfg.limits, logger: this.log, holdSlot: (r) => port.holdAddressSlot(r), coolOff: (r, ms) => port.coolOffAddress(r, ms), takeAddressToken: (r) => port.takeAddressToken(r), clusterId: cfg.clusterId }).handle,
     });
-    this.ops = deps.opsPort({ id: this.id, config: cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.store, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.clock.now()), diverged: () => this.digests.diverged() });
+    this.ops = deps.opsPort({ id: this.id, config: cfg, raft: this.raft, machine: () => this.machine, clients: this.clients, storage: this.store, stopping: () => this.stopping, health: this.health, leaseLeftMs: (session) => this.leases.remainingMs(session, this.clock.now()), leases: this.leases, monotonicNow: () => this.clock.now(), diverged: () => this.digests.diverged() }, opsRevoke(this.gate, (g, r, s) => this.dispatch.serve(g, r, s)));
     this.listenToPeers();
   }
 

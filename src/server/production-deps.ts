@@ -64,7 +64,7 @@ export function productionDeps(config: ClusterConfig, id: string, logger: Logger
       clientPort = port;
       return port;
     },
-    opsPort: (node) => (self.listenHttpUrl ? new NodeOps({ httpUrl: self.listenHttpUrl, logger, node }) : null),
+    opsPort: (node, revoke) => (self.listenHttpUrl ? new NodeOps({ httpUrl: self.listenHttpUrl, logger, node, revoke }) : null),
     join: (urls) => joinCluster(urls, { id, peerUrl: self.peerUrl, clientUrl: self.clientUrl }, logger, joinCredentials),
     reloadTransport: (next) => {
       // Every file is read and checked before anything changes: all of it or none.

@@ -20,16 +20,17 @@ const MAX_TRACKED = 10_000;
 
 export type RefusalLevel = 'info' | 'warn';
 
-/** The timers a window runs on (a node passes its NodeClock, so that a simulated node's
- *  windows run on its virtual clock; the process's timers otherwise). */
+/** Where the window's timer comes from: the process's timers, or a node's clock (a simulated
+ *  node's timers must be its virtual clock's, so that a seed replays its run). */
 export interface RefusalTimers {
-  setInterval(fn: () => void, ms: number): { unref?(): unknown };
-  clear(timer: { unref?(): unknown } | null): void;
+  setInterval(fn: () => void, ms: number): RefusalTimer;
+  clear(timer: RefusalTimer): void;
 }
+type RefusalTimer = { unref?(): unknown };
 
-const processTimers: RefusalTimers = {
+const PROCESS_TIMERS: RefusalTimers = {
   setInterval: (fn, ms) => setInterval(fn, ms),
-  clear: (timer) => clearInterval((timer ?? undefined) as NodeJS.Timeout | undefined),
+  clear: (timer) => clearInterval(timer as ReturnType<typeof setInterval>),
 };
 
 export interface RefusalLogOptions {
@@ -56,7 +57,7 @@ export class RefusalLog {
   private overflowCount = 0;
   private readonly overflowAddresses = new Set<string>();
   private readonly timers: RefusalTimers;
-  private timer: { unref?(): unknown } | null = null;
+  private timer: RefusalTimer | null = null;
   /** Lines written so far (for tests and metrics). */
   lines = 0;
   /** Refusals counted so far. */
@@ -74,7 +75,7 @@ export class RefusalLog {
   ) {
     this.windowMs = options.windowMs ?? REFUSAL_WINDOW_MS;
     this.level = options.level ?? 'warn';
-    this.timers = options.timers ?? processTimers;
+    this.timers = options.timers ?? PROCESS_TIMERS;
   }
 
   /**
@@ -105,7 +106,7 @@ export class RefusalLog {
   /** Write the window's summaries now and stop the timer (the node is stopping). */
   close(): void {
     this.flush();
-    this.timers.clear(this.timer);
+    if (this.timer) this.timers.clear(this.timer);
     this.timer = null;
   }
 

@@ -22,6 +22,7 @@ import { parseRequest } from '../../src/protocol/validate.js';
 import { Subscriptions, type EventSink } from '../../src/server/api/subscriptions.js';
 import { TokenRegistry } from '../../src/server/api/auth.js';
 import { answerFor, commandFor, freeLock, machineFail, pushedEvent, wireElection, wireLock } from '../../src/server/api/wire.js';
+import { watchAnswer } from '../../src/server/api/watch-answer.js';
 
 const packr = new Packr({ useRecords: false });
 
@@ -276,7 +277,7 @@ export class FakeCluster {
       }
       case 'watch':
         subs.watches.add(req.prefix, conn);
-        return { ok: true, result: this.machine.kvRange(req.prefix).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })) };
+        return watchAnswer(this.machine, req);
       case 'unwatch':
         subs.watches.remove(req.prefix, conn);
         return { ok: true, result: {} };

@@ -155,7 +155,7 @@ interface Row { id: string; role: string; term: number | null; leader: string | 
 function status(): Row[] {
   const r = tryClient(['status', '--json']);
   if (r.code !== 0 && r.code !== 69) throw new Error(`palisade status exited ${r.code}: ${r.err}`);
-  return JSON.parse(r.out) as Row[];
+  return (JSON.parse(r.out) as { nodes: Row[] }).nodes;
 }
 
 async function agreedLeader(exclude: string[] = [], timeoutMs = 30_000): Promise<string> {

@@ -47,6 +47,11 @@ export class InvariantChecker {
   private readonly electionLeader = new Map<string, { session: number; token: number }>();
   private readonly lastEpoch = new Map<string, number>();
   private readonly kvRevision = new Map<string, number>();
+  /** Keys tied to a session (ephemeral puts), per the history of commands and events. */
+  private readonly ephemeralOf = new Map<string, number>();
+  /** Every change of the key-value space, as the events told them: what the history must keep. */
+  private readonly changes: { key: string; value: Uint8Array | null; revision: number }[] = [];
+  private compactedThrough = 0;
   /** Per opKey: did a `run` come, and the recorded result once completed. */
   private readonly ops = new Map<string, { done: Uint8Array | null }>();
 
@@ -90,6 +95,8 @@ export class InvariantChecker {
       }
     }
 
+    this.checkTxn(cmd, applied, fresh, where);
+    this.checkEphemerals(cmd, applied, fresh, where);
     this.checkGrantTokens(index, events, where);
     // The cancelled waiter leaves first; the grants it unblocked follow in the events.
     if (cmd.type === 'cancelWait' && result.type === 'ok' && fresh) this.dequeue(cmd.name, cmd.session, where);
@@ -97,6 +104,69 @@ export class InvariantChecker {
     for (const e of events) this.onEvent(index, cmd, e, where);
     if (fresh) this.checkLedger(m, cmd, applied, where);
     this.compareWithReads(m, cmd, where);
+    this.checkHistory(m, where);
+  }
+
+  /** A txn's branch follows its compares, judged on the history before it; the changes are
+   *  its branch's, in order. */
+  private checkTxn(cmd: Command, applied: Applied, fresh: boolean, where: string): void {
+    if (cmd.type !== 'txn' || !fresh || applied.result.type !== 'txn') return;
+    const r = applied.result;
+    const failed = cmd.compare.flatMap((c, i) => {
+      const holds =
+        c.target === 'lock'
+          ? this.heldToken(c.lock, cmd.session) === c.token
+          : c.target === 'absent'
+            ? !this.kvRevision.has(c.key)
+            : compareRevision(this.kvRevision.get(c.key) ?? 0, c.op, c.revision);
+      return holds ? [] : [i];
+    });
+    assert.deepEqual(r.failed, failed, `txn compares ${where}`);
+    assert.equal(r.succeeded, failed.length === 0, `txn branch ${where}`);
+    const branch = r.succeeded ? cmd.success : cmd.failure;
+    const expected = branch.flatMap((op): [string, Uint8Array | null][] =>
+      op.op === 'put' ? [[op.key, op.value]] : this.kvRevision.has(op.key) ? [[op.key, null]] : [],
+    );
+    const seen = applied.events.flatMap((e) => (e.type === 'kvChanged' ? [[e.key, e.value]] : []));
+    assert.deepEqual(seen, expected, `txn changes ${where}`);
+  }
+
+  /** An ephemeral key goes in the entry that ends its session, and no other key does. */
+  private checkEphemerals(cmd: Command, applied: Applied, fresh: boolean, where: string): void {
+    const ended = new Set(applied.events.flatMap((e) => (e.type === 'sessionClosed' || e.type === 'sessionExpired' ? [e.session] : [])));
+    if (ended.size > 0) {
+      const expected = [...this.ephemeralOf].filter(([, s]) => ended.has(s)).map(([k]) => k).sort();
+      const deleted = applied.events.flatMap((e) => (e.type === 'kvChanged' && e.value === null ? [e.key] : [])).sort();
+      assert.deepEqual(deleted, expected, `keys deleted when session(s) ${[...ended].join(',')} ended ${where}`);
+      for (const k of expected) this.ephemeralOf.delete(k);
+      return;
+    }
+    if (!fresh || applied.result.type === 'error') return;
+    const tie = (key: string, ephemeral: boolean | undefined): void => {
+      if (ephemeral === true && 'session' in cmd) this.ephemeralOf.set(key, cmd.session);
+      else this.ephemeralOf.delete(key);
+    };
+    if (cmd.type === 'put') tie(cmd.key, cmd.ephemeral);
+    if (cmd.type === 'delete') this.ephemeralOf.delete(cmd.key);
+    if (cmd.type === 'txn' && applied.result.type === 'txn') {
+      for (const op of applied.result.succeeded ? cmd.success : cmd.failure) tie(op.key, op.op === 'put' ? op.ephemeral : false);
+    }
+  }
+
+  /** The history keeps the latest changes, exactly as they happened; what it dropped is
+   *  said (compactedThrough only grows), never skipped. */
+  private checkHistory(m: LockMachine, where: string): void {
+    const compacted = m.historyCompactedThrough;
+    assert.ok(compacted >= this.compactedThrough, `the history's compacted revision went back ${where}`);
+    this.compactedThrough = compacted;
+    const kept = m.kvHistory(compacted, '');
+    assert.equal(kept.type, 'changes', `a resume from the compacted revision is refused ${where}`);
+    if (kept.type !== 'changes') return;
+    assert.deepEqual(kept.changes, this.changes.filter((c) => c.revision > compacted), `history ${where}`);
+    const { historyEntries, historyBytes } = m.stats();
+    assert.equal(historyEntries, kept.changes.length);
+    assert.ok(historyEntries <= m.settings.watchHistoryEntries && historyBytes <= m.settings.watchHistoryBytes, `history over its bounds ${where}`);
+    if (compacted > 0) assert.equal(m.kvHistory(compacted - 1, '').type, 'compacted', `a resume from before the compacted revision ${where}`);
   }
 
   private checkGrantTokens(index: number, events: readonly MachineEvent[], where: string): void {
@@ -206,6 +276,7 @@ export class InvariantChecker {
       }
       case 'kvChanged':
         assert.equal(e.revision, index, `kv revision is the entry index ${where}`);
+        this.changes.push({ key: e.key, value: e.value, revision: e.revision });
         if (e.value === null) this.kvRevision.delete(e.key);
         else this.kvRevision.set(e.key, e.revision);
         return;
@@ -324,10 +395,14 @@ export class InvariantChecker {
     for (const k of this.u.keys) {
       assert.equal(m.kvGet(k)?.revision ?? null, this.kvRevision.get(k) ?? null, `revision of ${k} ${where}`);
     }
-    if (cmd.type === 'closeSession' || cmd.type === 'expireSession') {
+    if (cmd.type === 'closeSession' || cmd.type === 'expireSession' || cmd.type === 'revokeSession') {
       const s = cmd.session;
       if (!this.open.has(s)) assert.equal(m.session(s), null, `session ${s} still readable after its end ${where}`);
     }
     assert.ok(isDeepStrictEqual(stats.appliedIndex, m.appliedIndex));
   }
+}
+
+function compareRevision(current: number, op: 'eq' | 'ne' | 'gt' | 'lt', revision: number): boolean {
+  return op === 'eq' ? current === revision : op === 'ne' ? current !== revision : op === 'gt' ? current > revision : current < revision;
 }

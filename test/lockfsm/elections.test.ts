@@ -77,7 +77,7 @@ describe('elections', () => {
     assert.deepEqual(d.m.election('svc')?.candidates, [c]);
     const r = d.expire(a);
     assert.deepEqual(r.events, [
-      { type: 'sessionExpired', session: a },
+      { type: 'sessionExpired', session: a, reason: 'expire' },
       { type: 'electionChanged', election: 'svc', leader: c, value: 'vc', token: d.index },
     ]);
     assert.deepEqual(d.m.session(c)?.elections, ['svc']);

@@ -274,7 +274,7 @@ describe('session end', () => {
     d.acquire(b, 'x');
     d.acquire(c, 'x');
     const r = d.expire(b);
-    assert.deepEqual(r.events, [{ type: 'sessionExpired', session: b }]);
+    assert.deepEqual(r.events, [{ type: 'sessionExpired', session: b, reason: 'expire' }]);
     assert.deepEqual(d.waiters('x'), [c]);
     d.release(a, 'x', t);
     assert.deepEqual(d.holders('x'), [[c, d.index, 'exclusive']]);
@@ -407,6 +407,7 @@ describe('reads', () => {
       locks: [{ name: 'y', token: d.index, mode: 'shared' }],
       waits: [{ name: 'x', mode: 'exclusive' }],
       elections: [],
+      ephemeralKeys: [],
       pendingResults: 2,
       ackedSeq: 0,
     });

@@ -15,6 +15,8 @@ import {
   type MachineConfig,
   type Result,
   type SessionCommand,
+  type TxnCompare,
+  type TxnOp,
 } from '../../src/lockfsm/index.js';
 import { InvariantChecker, type Universe } from './checker.js';
 
@@ -38,6 +40,8 @@ export const WORKLOAD_CONFIG: MachineConfig = {
   maxValueBytes: 8,
   maxKvTotalBytes: 20,
   maxLedgerEntries: 3,
+  maxTxnOps: 3,
+  watchHistoryEntries: 5,
 };
 
 /** 0 own/current token, 1 an older token, 2 an arbitrary number, 3 another holder's token. */
@@ -47,6 +51,7 @@ export type Step =
   | { k: 'open' }
   | { k: 'close'; s: number; ack: number }
   | { k: 'expire'; s: number }
+  | { k: 'revoke'; s: number }
   | { k: 'acquire'; s: number; n: number; shared: boolean; limit: number; wait: boolean; delay: number; ack: number; fence: number }
   | { k: 'release'; s: number; n: number; tok: TokenPick; ack: number }
   | { k: 'cancel'; s: number; n: number; ack: number }
@@ -55,7 +60,8 @@ export type Step =
   | { k: 'campaign'; s: number; e: number }
   | { k: 'proclaim'; s: number; e: number; tok: TokenPick }
   | { k: 'resign'; s: number; e: number; tok: TokenPick | 4 }
-  | { k: 'put'; s: number; key: number; size: number; fence: number; ifRev: number; ack: number }
+  | { k: 'put'; s: number; key: number; size: number; fence: number; ifRev: number; ack: number; eph: boolean }
+  | { k: 'txn'; s: number; cmp: number[]; ok: number[]; bad: number[]; fence: number }
   | { k: 'delete'; s: number; key: number; fence: number; ifRev: number }
   | { k: 'begin'; s: number; op: number; n: number; tok: TokenPick; retry: boolean }
   | { k: 'complete'; s: number; op: number; n: number; tok: TokenPick; r: number }
@@ -74,6 +80,7 @@ const lockSteps: [number, fc.Arbitrary<Step>][] = [
   [4, fc.constant<Step>({ k: 'open' })],
   [1, fc.record({ k: fc.constant('close' as const), s, ack })],
   [1, fc.record({ k: fc.constant('expire' as const), s })],
+  [1, fc.record({ k: fc.constant('revoke' as const), s })],
   [
     10,
     fc.record({
@@ -98,7 +105,19 @@ const otherSteps: [number, fc.Arbitrary<Step>][] = [
   [2, fc.record({ k: fc.constant('campaign' as const), s, e: fc.nat(1) })],
   [1, fc.record({ k: fc.constant('proclaim' as const), s, e: fc.nat(1), tok })],
   [1, fc.record({ k: fc.constant('resign' as const), s, e: fc.nat(1), tok: fc.constantFrom<TokenPick | 4>(0, 0, 1, 4) })],
-  [2, fc.record({ k: fc.constant('put' as const), s, key: fc.nat(1), size: fc.nat(10), fence, ifRev: fc.nat(3), ack })],
+  [2, fc.record({ k: fc.constant('put' as const), s, key: fc.nat(1), size: fc.nat(10), fence, ifRev: fc.nat(3), ack, eph: fc.boolean() })],
+  [
+    2,
+    fc.record({
+      k: fc.constant('txn' as const),
+      s,
+      // each number picks a compare (or write) kind and its key/lock; see txnCompare/txnOp
+      cmp: fc.array(fc.nat(11), { maxLength: 3 }),
+      ok: fc.array(fc.nat(7), { maxLength: 4 }),
+      bad: fc.array(fc.nat(7), { maxLength: 2 }),
+      fence,
+    }),
+  ],
   [1, fc.record({ k: fc.constant('delete' as const), s, key: fc.nat(1), fence, ifRev: fc.nat(3) })],
   [2, fc.record({ k: fc.constant('begin' as const), s, op: fc.nat(1), n, tok, retry: fc.boolean() })],
   [2, fc.record({ k: fc.constant('complete' as const), s, op: fc.nat(1), n, tok, r: fc.nat(255) })],
@@ -261,6 +280,8 @@ export class Workload {
         return { type: 'closeSession', ...this.scoped(step.s, step.ack) };
       case 'expire':
         return { type: 'expireSession', session: this.session(step.s) };
+      case 'revoke':
+        return { type: 'revokeSession', session: this.session(step.s), reason: `r${this.index}` };
       case 'acquire': {
         const base = this.scoped(step.s, step.ack);
         const fence = this.fence(step.fence, base.session);
@@ -318,6 +339,19 @@ export class Workload {
           value: new Uint8Array(step.size).fill(this.index & 0xff),
           ...(fence ? { fence } : {}),
           ...this.ifRevision(key, step.ifRev),
+          ...(step.eph ? { ephemeral: true } : {}),
+        };
+      }
+      case 'txn': {
+        const base = this.scoped(step.s);
+        const fence = this.fence(step.fence, base.session);
+        return {
+          type: 'txn',
+          ...base,
+          compare: step.cmp.map((c) => this.txnCompare(c, base.session)),
+          success: this.txnOps(step.ok),
+          failure: this.txnOps(step.bad),
+          ...(fence ? { fence } : {}),
         };
       }
       case 'delete': {
@@ -360,6 +394,30 @@ export class Workload {
         this.clock -= 500; // a new leader whose wall clock is behind
         return { type: 'pruneOps', olderThan: 0, max: 0 };
     }
+  }
+
+  /** 0-3 the key's revision (eq now, eq other, gt, lt), 4-5 absent, 6-11 a lock compare. */
+  private txnCompare(pick: number, session: number): TxnCompare {
+    const key = UNIVERSE.keys[pick % 2]!;
+    const current = this.m.kvGet(key)?.revision ?? 0;
+    if (pick < 4) {
+      const op = (['eq', 'eq', 'gt', 'lt'] as const)[pick]!;
+      return { target: 'revision', key, op, revision: pick === 1 ? current + 1 : Math.max(0, current - (pick === 2 ? 1 : -1)) };
+    }
+    if (pick < 6) return { target: 'absent', key };
+    const tokenPick = ([0, 0, 0, 1, 2, 3] as const)[pick - 6]!;
+    const lock = this.lockFor(session, pick, tokenPick);
+    return { target: 'lock', lock, token: this.token(lock, session, tokenPick) };
+  }
+
+  /** A branch: each pick a put (small, sometimes ephemeral) or delete of a key; a key repeated
+   *  (which the machine refuses) now and then. */
+  private txnOps(picks: readonly number[]): TxnOp[] {
+    return picks.map((p): TxnOp => {
+      const key = UNIVERSE.keys[p % 2]!;
+      if (p < 2) return { op: 'delete', key };
+      return { op: 'put', key, value: new Uint8Array(p).fill(this.index & 0xff), ...(p >= 6 ? { ephemeral: true } : {}) };
+    });
   }
 
   /** The op's own lock when it has one (own-token pick), else a lock as for fences. */

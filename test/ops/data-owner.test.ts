@@ -14,6 +14,7 @@ import { signalNode, startNode, until } from '../support/node-process.js';
 
 const run = promisify(execFile);
 const NOBODY = 65534;
+const SECRET = 'owner-test-secret-0123456789';
 const asRoot = process.getuid?.() === 0;
 
 /** Every path under `dir` (itself included) with an owner other than uid:gid. */
@@ -33,7 +34,8 @@ describe('data written as root belongs to the data directory\'s holder', { skip:
   let backup: string;
   let work: string;
   before(async () => {
-    c = await TestCluster.started({ nodes: 1 });
+    // The new clusters share its secret: a backup is verified under the cluster's secret.
+    c = await TestCluster.started({ nodes: 1, secret: SECRET });
     work = mkdtempSync(join(tmpdir(), 'palisade-owner-'));
     chmodSync(work, 0o755); // nobody must be able to reach its directories below
     backup = join(work, 'backup.palisade');
@@ -54,13 +56,13 @@ describe('data written as root belongs to the data directory\'s holder', { skip:
     const clientUrl = `ws://127.0.0.1:${await freePort()}`;
     const config = join(work, `${name}.json`);
     const dataDir = join(holder, 'sub', 'n1');
-    writeFileSync(config, JSON.stringify({ clusterId: `owned-${name}`, secret: 'owner-test-secret-0123456789', nodes: [{ id: 'n1', peerUrl: `ws://127.0.0.1:${await freePort()}`, clientUrl, dataDir }] }));
+    writeFileSync(config, JSON.stringify({ clusterId: `owned-${name}`, secret: SECRET, nodes: [{ id: 'n1', peerUrl: `ws://127.0.0.1:${await freePort()}`, clientUrl, dataDir }] }));
     return { config, dataDir, clientUrl };
   }
 
   test('snapshot restore', async () => {
     const { config, dataDir } = await newCluster('restored');
-    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--from-config', c.configPath, '--min-token', '1000']);
+    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--min-token', '1000']);
     assert.ok(readdirSync(dataDir).length > 0, 'restored');
     assert.deepEqual(notOwnedBy(join(dataDir, '..'), NOBODY, NOBODY), []);
   });
@@ -104,8 +106,8 @@ describe('data written as root belongs to the data directory\'s holder', { skip:
     const holder = join(work, 'rootowned');
     mkdirSync(holder);
     const config = join(work, 'rootowned.json');
-    writeFileSync(config, JSON.stringify({ clusterId: 'owned-root', secret: 'owner-test-secret-0123456789', nodes: [{ id: 'n1', peerUrl: 'ws://127.0.0.1:1', clientUrl: 'ws://127.0.0.1:2', dataDir: join(holder, 'n1') }] }));
-    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--from-config', c.configPath, '--min-token', '1000']);
+    writeFileSync(config, JSON.stringify({ clusterId: 'owned-root', secret: SECRET, nodes: [{ id: 'n1', peerUrl: 'ws://127.0.0.1:1', clientUrl: 'ws://127.0.0.1:2', dataDir: join(holder, 'n1') }] }));
+    await run(process.execPath, [CLI, 'snapshot', 'restore', backup, '--config', config, '--min-token', '1000']);
     assert.deepEqual(notOwnedBy(holder, 0, 0), []);
   });
 });

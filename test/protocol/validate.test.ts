@@ -105,6 +105,17 @@ describe('parseRequest', () => {
     assert.ok(!isRequestError(r));
   });
 
+  test('a key a transaction creates, and a revoke reason, hold no control characters and no lone surrogates', () => {
+    // A txn's put makes a key as a put does: the same rule, or ESC sequences reach every
+    // terminal that lists the keys (docs/cli.md). A reason is shown to the revoked holder.
+    const txn = (key: string) => ({ id: 7, op: 'txn', ...seq, compare: [], success: [{ op: 'put', key, value: bin(1) }] });
+    expectError(txn('a\u001b[2J'), 'INVALID_ARGUMENT', 7, /control characters/);
+    expectError(txn('a\ud800'), 'INVALID_ARGUMENT', 7, /lone surrogate/);
+    expectError({ id: 7, op: 'txn', ...seq, compare: [{ target: 'absent', key: 'k\udc00' }], success: [] }, 'INVALID_ARGUMENT', 7, /lone surrogate/);
+    expectError({ id: 8, op: 'revokeSession', session: 4, reason: 'hung\u0007' }, 'INVALID_ARGUMENT', 8, /control characters/);
+    assert.ok(!isRequestError(parseRequest(txn('services/web/10.0.0.5'))));
+  });
+
   test('hostile objects do not make it throw', () => {
     const getter = Object.defineProperty({ id: 1 }, 'op', {
       enumerable: true,
@@ -189,6 +200,7 @@ describe('parseServerFrame', () => {
     { event: 'granted', index: 10, session: 42, name: 'a', token: 10, mode: 'exclusive' },
     { event: 'released', index: 11, session: 42, name: 'a', token: 10, reason: 'expire' },
     { event: 'sessionExpired', index: 12, session: 42 },
+    { event: 'sessionExpired', index: 13, session: 42, reason: 'revoke', detail: 'stuck', by: 'ops' },
     { event: 'electionChanged', index: 13, election: 'e', leader: null, value: null, token: null },
     { event: 'electionChanged', index: 14, election: 'e', leader: 42, value: 'host', token: 14 },
     { event: 'kvChanged', index: 15, key: 'k', value: bin(1), revision: 15 },

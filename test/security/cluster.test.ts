@@ -214,7 +214,7 @@ describe('a cluster with authentication, TLS and limits', () => {
       assert.equal(viaFlags.code, 0, viaFlags.err);
       assert.match(viaFlags.out, /jobs\/cli: free/);
       assert.equal(viaEnv.code, 0, viaEnv.err);
-      assert.equal((JSON.parse(viaEnv.out) as { role: string }[]).filter((r) => r.role === 'leader').length, 1);
+      assert.equal((JSON.parse(viaEnv.out) as { nodes: { role: string }[] }).nodes.filter((r) => r.role === 'leader').length, 1);
       assert.equal(lock.code, 0, lock.err);
     });
 

@@ -92,10 +92,11 @@ describe('a live cluster under hostile input', () => {
     return gone.length === 0 ? 'every node is running' : gone.join('\n');
   }
 
-  /** Whether `frame` is a valid request to remove one of the cluster's members. With auth off
-   *  that is any client's right, and a removed node stops by design: such a frame (about one
-   *  run in 4,000 mutates removeMember's "n4" into "n1", "n2" or "n3") takes a node away
-   *  from the test rather than attacking it. Seed 15362 removed n1 mid-fuzzing. */
+  /** Whether `frame` is a valid request to remove one of the cluster's members, or to revoke
+   *  a session. With auth off that is any client's right, and a removed node stops by design:
+   *  such a frame (about one run in 4,000 mutates removeMember's "n4" into "n1", "n2" or
+   *  "n3") takes a node away from the test rather than attacking it. Seed 15362 removed n1
+   *  mid-fuzzing. A revoke could end the steady holder's session the same way. */
   function removesAMember(frame: Uint8Array): boolean {
     let value: unknown;
     try {
@@ -104,7 +105,8 @@ describe('a live cluster under hostile input', () => {
       return false;
     }
     const req = parseRequest(value);
-    return !isRequestError(req) && req.op === 'removeMember' && c.nodes.some((n) => n.id === req.member);
+    if (isRequestError(req)) return false;
+    return (req.op === 'removeMember' && c.nodes.some((n) => n.id === req.member)) || req.op === 'revokeSession';
   }
 
   /** Send each frame and wait for its answer or the connection's close. */

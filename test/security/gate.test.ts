@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sessionOwnerProblem } from '../../src/server/api/session-owner.js';
-import { TokenRegistry, eventVisibleTo, permissionProblem, sessionScopeProblem, touchedNames, type Principal } from '../../src/server/api/auth.js';
+import { TokenRegistry, eventVisibleTo, ownSessionsOnly, permissionProblem, sessionScopeProblem, touchedNames, type Principal } from '../../src/server/api/auth.js';
 import { ClientGate } from '../../src/server/api/client-gate.js';
 import { ConfigError, validateConfig, type ClusterConfig } from '../../src/config/cluster-config.js';
 import { acquireLimitProblem, type MachineView } from '../../src/server/api/limits.js';
@@ -83,8 +83,8 @@ describe('permissions', () => {
 
   test('a read-only token is refused exactly the ops that change state, a non-admin token exactly the cluster ops', () => {
     // The permission each op needs, spelled out: a change here is a change of who may do what.
-    const changing = ['closeSession', 'acquire', 'release', 'cancelWait', 'campaign', 'proclaim', 'resign', 'put', 'delete', 'beginOp', 'completeOp'];
-    const adminOnly = ['addMember', 'removeMember', 'transferLeader', 'snapshot', 'configure'];
+    const changing = ['closeSession', 'acquire', 'release', 'cancelWait', 'campaign', 'proclaim', 'resign', 'put', 'delete', 'txn', 'beginOp', 'completeOp'];
+    const adminOnly = ['addMember', 'removeMember', 'transferLeader', 'snapshot', 'configure', 'revokeSession'];
     const anyName = { prefixes: null, readOnly: false, admin: false };
     const readOnly: Principal = { ...anyName, name: 'ro', readOnly: true };
     const plain: Principal = { ...anyName, name: 'plain' };
@@ -95,7 +95,7 @@ describe('permissions', () => {
       assert.equal(permissionProblem(plain, req)?.code, adminOnly.includes(op) ? 'PERMISSION_DENIED' : undefined, `non-admin ${op}`);
       assert.equal(permissionProblem(root, req), null, `admin ${op}`);
     }
-    assert.equal(OPS.length, 31);
+    assert.equal(OPS.length, 35);
   });
 
   test('every op says which names it touches', () => {
@@ -115,10 +115,22 @@ describe('permissions', () => {
       { id: 1, op: 'watch', prefix: '' },
       { id: 1, op: 'put', ...seq, key: 'jobs/k', value: new Uint8Array(), fence: { lock: 'other', token: 3 } },
       { id: 1, op: 'beginOp', ...seq, opKey: 'other', fence: { lock: 'jobs/l', token: 3 } },
+      { id: 1, op: 'txn', ...seq, compare: [{ target: 'absent', key: 'other' }], success: [], failure: [] },
+      { id: 1, op: 'txn', ...seq, compare: [{ target: 'lock', lock: 'other', token: 3 }], success: [], failure: [] },
+      { id: 1, op: 'txn', ...seq, compare: [], success: [{ op: 'delete', key: 'jobs/k' }], failure: [{ op: 'delete', key: 'other' }] },
+      { id: 1, op: 'sessions', owner: 'batch' },
     ];
     for (const r of refused) assert.equal(permissionProblem(jobs, r)?.code, 'PERMISSION_DENIED', JSON.stringify(r));
     assert.equal(permissionProblem(jobs, { id: 1, op: 'locks', prefix: 'jobs/x' }), null);
     assert.equal(permissionProblem(jobs, { id: 1, op: 'watch', prefix: 'jobs/' }), null);
+    assert.equal(permissionProblem(jobs, { id: 1, op: 'txn', ...seq, compare: [{ target: 'lock', lock: 'jobs/l', token: 3 }], success: [{ op: 'delete', key: 'jobs/k' }], failure: [] }), null);
+  });
+
+  test('a token that is not an admin token lists only its own sessions', () => {
+    assert.deepEqual(ownSessionsOnly(jobs, { id: 1, op: 'sessions', prefix: 'web-' }), { id: 1, op: 'sessions', prefix: 'web-', owner: 'jobs' });
+    const root: Principal = { name: 'root', prefixes: null, readOnly: false, admin: true };
+    assert.deepEqual(ownSessionsOnly(root, { id: 1, op: 'sessions' }), { id: 1, op: 'sessions' });
+    assert.equal(permissionProblem(jobs, { id: 1, op: 'sessions', owner: 'jobs' }), null);
   });
 
   test('read-only tokens read and keep sessions, but change nothing', () => {

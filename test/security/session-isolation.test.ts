@@ -8,12 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import { TestCluster } from '../support/cluster.js';
 import type { Reply } from '../support/raw-client.js';
 import { WireClient } from './wire-client.js';
+import { SCOPED_TOKENS, scopedAuthConfig } from '../support/scoped-tokens.js';
 
-const TOKENS = {
-  jobs: 'jobs-scoped-token-0123456789',
-  batch: 'batch-scoped-token-0123456789',
-  ops: 'admin-token-for-ops-0123456789',
-};
+const TOKENS = SCOPED_TOKENS;
 
 function refused(r: Reply, code: string, what: string): string {
   assert.ok(!r.ok, `${what}: expected ${code}, got ${JSON.stringify(r)}`);
@@ -28,15 +25,7 @@ describe('sessions belong to the token that opened them', () => {
     c = await TestCluster.started({
       credentials: { token: TOKENS.ops },
       sessions: { maxSessionsPerToken: 20 },
-      extraConfig: {
-        auth: {
-          tokens: [
-            { name: 'jobs', token: TOKENS.jobs, prefixes: ['jobs/'] },
-            { name: 'batch', token: TOKENS.batch, prefixes: ['batch/'] },
-            { name: 'ops', token: TOKENS.ops, admin: true },
-          ],
-        },
-      },
+      extraConfig: scopedAuthConfig(),
     });
   });
 
@@ -70,6 +59,9 @@ describe('sessions belong to the token that opened them', () => {
             const message = refused(await jobs.call(body), 'UNKNOWN_SESSION', `${String(body.op)} on session ${session}`);
             assert.equal(message, `session ${session} is not open (never opened, closed or expired)`);
           }
+          // A read of it is answered as a read of a session that is not open is: null.
+          const info = await jobs.call({ op: 'sessionInfo', session });
+          assert.ok(info.ok && info.result === null, `sessionInfo on session ${session}: ${JSON.stringify(info)}`);
         }
       }
 

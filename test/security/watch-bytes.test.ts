@@ -63,8 +63,10 @@ describe('watches and backups of a key-value space full of large binary values',
       while ((end = text.indexOf('\n\n')) >= 0) {
         const block = text.slice(0, end);
         text = text.slice(end + 2);
-        if (!block.startsWith('event: snapshot\n')) continue;
-        const page = JSON.parse(block.slice(block.indexOf('data: ') + 6)) as { entries: typeof entries; more: boolean };
+        // An event's fields, one a line (the last page also carries an id).
+        const lines = block.split('\n');
+        if (!lines.includes('event: snapshot')) continue;
+        const page = JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6)) as { entries: typeof entries; more: boolean };
         entries.push(...page.entries);
         if (!page.more) done = true;
       }

@@ -11,9 +11,12 @@ export interface CliRun {
 
 /** `palisade SUB --endpoints E ...REST`: --endpoints goes right after the subcommand, since
  *  everything after `--` belongs to the command that `lock` or `elect` runs. */
-export function palisadeAt(endpoints: readonly string[], args: readonly string[]): CliRun {
+export function palisadeAt(endpoints: readonly string[], args: readonly string[], env: NodeJS.ProcessEnv = {}): CliRun {
   const [sub, ...rest] = args;
-  const p = spawn(process.execPath, [CLI, sub!, '--endpoints', endpoints.join(','), ...rest], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A subcommand of a group (`session list`, `kv put`) takes --endpoints after its own name.
+  const group = ['session', 'kv', 'member', 'config', 'snapshot'].includes(sub!) && rest.length > 0;
+  const head = group ? [sub!, rest.shift()!] : [sub!];
+  const p = spawn(process.execPath, [CLI, ...head, '--endpoints', endpoints.join(','), ...rest], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   let err = '';
   p.stdout!.on('data', (d) => (out += d));

@@ -46,6 +46,28 @@ export const VALID_REQUESTS: Request[] = [
   { id: 29, op: 'snapshot' },
   { id: 30, op: 'config' },
   { id: 31, op: 'configure', settings: { 'sessions.lockDelayMs': 4000 } },
+  { id: 32, op: 'put', ...seq, key: 'svc/web-1', value: bin(1), ephemeral: true },
+  {
+    id: 33,
+    op: 'txn',
+    ...seq,
+    compare: [
+      { target: 'revision', key: 'cfg/a', op: 'eq', revision: 7 },
+      { target: 'absent', key: 'cfg/b' },
+      { target: 'lock', lock: 'jobs/nightly', token: 99 },
+    ],
+    success: [
+      { op: 'put', key: 'cfg/a', value: bin(2) },
+      { op: 'put', key: 'cfg/b', value: bin(3), ephemeral: true },
+      { op: 'delete', key: 'cfg/c' },
+    ],
+    failure: [],
+  },
+  { id: 34, op: 'watch', prefix: 'cfg/', fromRevision: 7 },
+  { id: 35, op: 'watch', prefix: 'cfg/', snapshot: true },
+  { id: 36, op: 'sessions', prefix: 'web-', owner: 'jobs', limit: 10, after: 41 },
+  { id: 37, op: 'sessionInfo', session: 42 },
+  { id: 38, op: 'revokeSession', session: 42, reason: 'stuck holder, paged at 03:10' },
 ];
 
 /** A raft message with every field set, indices past 2^32 included. */

@@ -105,6 +105,13 @@ export function touchedNames(req: Request): TouchedName[] {
     case 'put':
     case 'delete':
       return [one('key', req.key), ...fence(req.fence)];
+    case 'txn':
+      // (Lists absent only from a request built in-process without parseRequest.)
+      return [
+        ...(req.compare ?? []).map((c) => (c.target === 'lock' ? one('fence lock', c.lock) : one('key', c.key))),
+        ...[...(req.success ?? []), ...(req.failure ?? [])].map((op) => one('key', op.key)),
+        ...fence(req.fence),
+      ];
     case 'kvGet':
       return [one('key', req.key)];
     case 'watch':
@@ -126,6 +133,11 @@ export function touchedNames(req: Request): TouchedName[] {
     case 'snapshot':
     case 'config':
     case 'configure':
+    // Sessions are judged by their owner (session-owner.ts) and listings narrowed to the
+    // token's own (ownSessionsOnly), not by names.
+    case 'sessions':
+    case 'sessionInfo':
+    case 'revokeSession':
       return [];
     default: {
       const unknownOp: never = req; // a new op must say which names it touches
@@ -148,6 +160,9 @@ export function permissionProblem(p: Principal, req: Request): WireError | null 
   if (p.readOnly && needs === 'write') {
     return { code: 'PERMISSION_DENIED', message: `token "${p.name}" is read-only: ${req.op} is refused` };
   }
+  if (req.op === 'sessions' && !p.admin && req.owner !== undefined && req.owner !== p.name) {
+    return { code: 'PERMISSION_DENIED', message: `token "${p.name}" is not an admin token: it may list only its own sessions` };
+  }
   for (const t of touchedNames(req)) {
     if (withinPrefixes(p, t.name)) continue;
     const allowed = p.prefixes!.map((x) => JSON.stringify(x)).join(', ');
@@ -158,6 +173,13 @@ export function permissionProblem(p: Principal, req: Request): WireError | null 
     };
   }
   return null;
+}
+
+/** The request as `p` may make it: a session listing by a token that is not an admin
+ *  token lists only that token's own sessions (Consul's ACLs, etcd's lease permissions). */
+export function ownSessionsOnly<R extends Request>(p: Principal | null, req: R): R {
+  if (req.op !== 'sessions' || p === null || p.admin) return req;
+  return { ...req, owner: p.name };
 }
 
 /**
@@ -173,7 +195,8 @@ export function sessionScopeProblem(p: Principal, req: Request, machine: Machine
   const s = machine.session(req.session);
   if (!s) return null; // the machine answers UNKNOWN_SESSION
   const names = [...s.locks.map((l) => l.name), ...s.waits.map((w) => w.name), ...s.elections];
-  if (p.readOnly && names.length > 0) {
+  // Reading one's own session's view changes nothing: read-only tokens may.
+  if (p.readOnly && names.length > 0 && req.op !== 'sessionInfo') {
     return { code: 'PERMISSION_DENIED', message: `token "${p.name}" is read-only: session ${req.session} holds or awaits locks, and a read-only token may use only sessions that hold nothing` };
   }
   if (names.every((name) => withinPrefixes(p, name))) return null;

@@ -21,8 +21,9 @@ import type { AuthConfig, ClusterConfig } from '../../config/cluster-config.js';
 import { ConnectionSessions, nameLengthProblem, type MachineView } from './limits.js';
 import { ConnectionWatches } from './watch-limits.js';
 import { ownerNeedsRead, sessionOwnerProblem } from './session-owner.js';
-import { RefusalLog, type RefusalTimers } from '../../transport/refusal-log.js';
+import { RefusalLog } from '../../transport/refusal-log.js';
 import { AddressLimits } from './address-limits.js';
+import { systemClock, type NodeClock } from '../clock.js';
 
 export class ClientGate {
   private tokens: TokenRegistry | null;
@@ -42,12 +43,12 @@ export class ClientGate {
     private readonly cfg: ClusterConfig,
     private readonly log: Logger,
     private readonly machine: () => MachineView,
-    timers?: RefusalTimers,
+    clock: NodeClock = systemClock,
   ) {
     this.auth = cfg.auth;
     this.tokens = cfg.auth ? new TokenRegistry(cfg.auth.tokens) : null;
-    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info', timers });
-    this.addresses = new AddressLimits(cfg.limits);
+    this.refusals = new RefusalLog(log, 'refused a client request', 'refused client requests', { level: 'info', timers: clock });
+    this.addresses = new AddressLimits(cfg.limits, () => clock.now());
   }
 
   /** A session closed or expired: it no longer counts for the address that opened it. */
@@ -183,6 +184,11 @@ export class ConnectionGate {
     if (this.principal === null) return;
     this.principal = this.gate.principalOf(this.credential);
     this.wasRevoked = this.principal === null;
+  }
+
+  /** The client's address (for audit lines). */
+  get remoteAddress(): string {
+    return this.conn.remoteAddress;
   }
 
   /** The refusal to answer instead of serving `req`, or null to serve it. */

@@ -26,6 +26,9 @@ import type { EventSink, Subscriptions } from './subscriptions.js';
 import type { CommandProposer } from '../replication/command-proposer.js';
 import { settingsByKey } from '../../config/replicated-settings.js';
 import { UnknownSetting, answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
+import { ownSessionsOnly } from './auth.js';
+import { sessionView, sessionViews } from './session-views.js';
+import { watchAnswer } from './watch-answer.js';
 
 /** The refusal of a hello in a protocol version this node does not speak. */
 function unsupportedVersion(req: Extract<Request, { op: 'hello' }>): Answer<never> | null {
@@ -35,6 +38,14 @@ function unsupportedVersion(req: Extract<Request, { op: 'hello' }>): Answer<neve
 /** A hello with a challenge (node-proof.ts). */
 function isChallenge(req: Request): req is Extract<Request, { op: 'hello' }> & { challenge: HelloChallenge } {
   return req.op === 'hello' && req.challenge !== undefined;
+}
+
+/** The answer to a refused request. To anyone but its owner (and admins) a session does not
+ *  exist (session-owner.ts), and `sessionInfo` answers a session that is not open with null:
+ *  so it answers its refusal as unknown too, or the two answers would tell live ids apart. */
+function refusedAnswer<R extends Request>(req: R, refused: WireError): Answer<R['op']> {
+  if (req.op === 'sessionInfo' && refused.code === 'UNKNOWN_SESSION') return answer('sessionInfo', null) as Answer<R['op']>;
+  return fail(refused.code, refused.message);
 }
 
 /** The node as request dispatch sees it (parts made at start are read through functions). */
@@ -73,13 +84,22 @@ export class RequestDispatcher {
   async serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>> {
     const refused = isChallenge(req) ? null : await this.admit(gate, req);
     const ans: Answer<R['op']> = refused
-      ? fail(refused.code, refused.message)
+      ? refusedAnswer(req, refused)
       : isChallenge(req)
         ? (this.answerChallenge(gate, req) as Answer<R['op']>) // as in handle: the case's op is R's
-        : await this.handle(req, sink, gate.owner);
+        : await this.handle(ownSessionsOnly(gate.who, req), sink, gate.owner);
     gate.observe(req, ans);
     this.core.ops()?.onAnswered(req.op, ans.ok ? null : ans.error.code);
+    if (req.op === 'revokeSession') this.audit(gate, req, ans);
     return ans;
+  }
+
+  /** An operator's revoke, logged by the node that admitted it: who (the token's name, the
+   *  address), which session, why, and what came of it. Refusals too: an attempt is news. */
+  private audit(gate: ConnectionGate, req: Extract<Request, { op: 'revokeSession' }>, ans: Answer): void {
+    const who = { audit: 'revokeSession', tokenName: gate.who?.name ?? null, remote: gate.remoteAddress, session: req.session, reason: req.reason };
+    if (ans.ok) this.core.log.warn({ ...who, index: (ans.result as { index: number }).index }, 'session revoked by an operator');
+    else this.core.log.warn({ ...who, code: ans.error.code, error: ans.error.message }, 'session revoke refused');
   }
 
   /** The gate's refusal of `req`, or null to serve it. A scoped token's use of a session is
@@ -151,9 +171,20 @@ export class RequestDispatcher {
           return answer(req.op, kv ? { key: kv.key, value: kv.value, revision: kv.revision } : null);
         }
         case 'watch':
+          // Subscribed before the read: a change applied meanwhile is pushed (and is in the
+          // answer too; a client drops what the answer's revision covers, kv-watch.ts).
           if (sink) this.core.subs.watches.add(req.prefix, sink);
           await this.linearizable();
-          return answer(req.op, this.core.machine().kvRange(req.prefix, 1000).map((kv) => ({ key: kv.key, value: kv.value, revision: kv.revision })));
+          return watchAnswer(this.core.machine(), req);
+        case 'sessions':
+        case 'sessionInfo':
+          return await this.leaderRead(req, sink, owner, () => {
+            const m = this.core.machine();
+            const now = this.core.now();
+            if (req.op === 'sessions') return answer(req.op, sessionViews(m, this.core.leases, now, req));
+            const s = m.session(req.session);
+            return answer(req.op, s === null ? null : sessionView(s, this.core.leases, now));
+          });
         case 'unwatch':
           if (sink) this.core.subs.watches.remove(req.prefix, sink);
           return answer(req.op, {});
@@ -227,6 +258,14 @@ export class RequestDispatcher {
       .memberList()
       .filter((m) => m.voter)
       .map((m) => ({ id: m.id, clientUrl: m.clientUrl }));
+  }
+
+  /** A linearizable read that only the leader can answer (it keeps the lease deadlines): a
+   *  follower forwards it. */
+  private async leaderRead<R extends Request>(req: R, sink: EventSink | null, owner: string | null, read: () => Answer): Promise<Answer> {
+    if (this.core.raft().role !== 'leader') return this.core.forwarder().forward(req, owner, clientGone(sink));
+    await this.linearizable();
+    return read();
   }
 
   unavailable(message: string): Answer<never> {

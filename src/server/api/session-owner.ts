@@ -1,9 +1,10 @@
 // A session belongs to the principal (token name) that opened it: the lock machine records
 // the owner in the session (replicated, in snapshots), and only that principal may attach
-// to it, keep it alive, close it or write through it. Admin tokens may also close any
-// session (to evict a stuck client); they may not use it otherwise, so nobody acts under
-// another client's identity. Sessions opened without authentication (owner null, e.g.
-// before auth was turned on) fall back to the scope rule of auth.ts.
+// to it, keep it alive, close it, read its view or write through it. Admin tokens may also
+// close, revoke and read any session (to find and evict a stuck client); they may not use it
+// otherwise, so nobody acts under another client's identity. Sessions opened without
+// authentication (owner null, e.g. before auth was turned on) fall back to the scope rule of
+// auth.ts.
 //
 // To anyone but its owner a session does not exist: the refusal is UNKNOWN_SESSION with the
 // very message the lock machine gives for a session that is not open. A distinct answer
@@ -22,6 +23,9 @@ import { sessionNotOpen } from './wire.js';
 
 type SessionRequest = Extract<Request, { session: number }>;
 
+/** What an admin token may do with a session another token opened. */
+const ADMIN_MAY: ReadonlySet<Request['op']> = new Set(['closeSession', 'revokeSession', 'sessionInfo']);
+
 /** Whether the owner check needs state newer than this node's applied state. */
 export function ownerNeedsRead(req: SessionRequest, machine: MachineView): boolean {
   return req.session > machine.appliedIndex;
@@ -33,6 +37,6 @@ export function sessionOwnerProblem(p: Principal, req: SessionRequest, machine: 
   if (req.session > machine.appliedIndex) return sessionNotOpen(req.session);
   const owner = machine.sessionOwner(req.session);
   if (owner === undefined || owner === null || owner === p.name) return null;
-  if (p.admin && req.op === 'closeSession') return null;
+  if (p.admin && ADMIN_MAY.has(req.op)) return null;
   return sessionNotOpen(req.session);
 }

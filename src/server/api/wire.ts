@@ -36,8 +36,9 @@ function seqFields(r: { session: number; seq: number; ackedSeq?: number }) {
 }
 
 /** The command a write request proposes. `stamp` gives the cluster's time, for the ledger's
- *  commands (leases/cluster-clock.ts); `owner` the token name an opened session belongs to
- *  (null when clients are not authenticated). */
+ *  commands (leases/cluster-clock.ts); `owner` the token name of the client that sent it
+ *  (null when clients are not authenticated): whom an opened session belongs to, and who
+ *  revoked one. */
 export function commandFor(r: WriteRequest, defaultTtlMs: number, stamp: () => number, owner: string | null = null): Command {
   switch (r.op) {
     case 'openSession':
@@ -77,7 +78,12 @@ export function commandFor(r: WriteRequest, defaultTtlMs: number, stamp: () => n
         value: r.value,
         ...(r.fence ? { fence: r.fence } : {}),
         ...(r.ifRevision !== undefined ? { ifRevision: r.ifRevision } : {}),
+        ...(r.ephemeral ? { ephemeral: true } : {}),
       };
+    case 'txn':
+      return { type: 'txn', ...seqFields(r), compare: r.compare, success: r.success, failure: r.failure, ...(r.fence ? { fence: r.fence } : {}) };
+    case 'revokeSession':
+      return { type: 'revokeSession', session: r.session, reason: r.reason, ...(owner !== null ? { by: owner } : {}) };
     case 'delete':
       return {
         type: 'delete',
@@ -152,6 +158,8 @@ const WIRE_RESULTS: { readonly [O in WriteOp]: (r: Success, index: number) => Re
   resign: indexed,
   put: (r, index) => (r.type === 'written' ? { revision: r.revision, index } : null),
   delete: (r, index) => (r.type === 'deleted' ? { existed: r.existed, revision: r.revision, index } : null),
+  txn: (r, index) => (r.type === 'txn' ? { succeeded: r.succeeded, failed: r.failed, results: r.results, revision: r.revision, index } : null),
+  revokeSession: indexed,
   beginOp: (r, index) => {
     switch (r.type) {
       case 'run':
@@ -188,7 +196,14 @@ export function wireEvent(e: MachineEvent, index: number): ServerEvent | null {
     case 'released':
       return { event: 'released', index, session: e.session, name: e.name, token: e.token, reason: e.reason };
     case 'sessionExpired':
-      return { event: 'sessionExpired', index, session: e.session };
+      return {
+        event: 'sessionExpired',
+        index,
+        session: e.session,
+        reason: e.reason,
+        ...(e.detail !== undefined ? { detail: e.detail } : {}),
+        ...(e.by !== undefined ? { by: e.by } : {}),
+      };
     case 'electionChanged':
       return { event: 'electionChanged', index, election: e.election, leader: e.leader, value: e.value, token: e.token };
     case 'kvChanged':

@@ -131,12 +131,14 @@ export class LeaderDuties {
   /** Ledger retention: a pruneOps stamped with the cluster's time drops what aged out (the
    *  ages are the cluster's settings, applied by every node). While the ledger holds
    *  anything the round also carries the cluster's time forward, so that a later leader's
-   *  stamps continue from close to now rather than from the last operation's. (Public for
+   *  stamps continue from close to now rather than from the last operation's; and so it does
+   *  while the watch history holds anything, whose age is counted in that time. (Public for
    *  tests that drive the clock.) */
   ledgerRound(): void {
     if (!this.core.isLeader()) return;
     const m = this.core.machine();
-    if (m.stats().ops === 0) return;
+    const { ops, historyEntries } = m.stats();
+    if (ops === 0 && historyEntries === 0) return;
     const at = this.clock.stamp(m.clock);
     if (m.opsToPrune(at, PRUNE_BATCH) === 0 && at - m.clock < this.ledgerPeriodMs()) return;
     this.propose({ type: 'pruneOps', at, max: PRUNE_BATCH });

@@ -106,6 +106,13 @@ export class LeaseKeeper {
     return this.active && l ? Math.max(0, this.deadlineOf(l) - now) : null;
   }
 
+  /** When the lease was last renewed on this leader's clock (its last keepalive, or the
+   *  grace of this leader taking office or resuming); null as for remainingMs. */
+  renewedAt(session: number): number | null {
+    const l = this.leases.get(session);
+    return this.active && l ? this.deadlineOf(l) - l.ttlMs : null;
+  }
+
   has(session: number): boolean {
     return this.leases.has(session);
   }

@@ -80,6 +80,7 @@ export class NodeMetrics {
   private readonly fsyncSeconds: Histogram;
   private readonly peerRtt: Histogram<'peer'>;
   private readonly expirations: Counter;
+  private readonly revocations: Counter;
   private readonly lockDelays: Counter;
   private readonly grants: Counter<'mode'>;
   private readonly releases: Counter<'reason'>;
@@ -173,7 +174,10 @@ export class NodeMetrics {
     gauge('palisade_lock_waiters', 'Sessions queued for a lock.', () => source.machine().waiters);
     gauge('palisade_locks_in_delay', 'Locks held back by lock-delay after their holder expired.', () => source.machine().locksInDelay);
     gauge('palisade_elections', 'Elections with a leader or candidates.', () => source.machine().elections);
+    gauge('palisade_watch_history_changes', 'Key-value changes the watch history keeps for watches that resume (watch.historyEntries bounds them).', () => source.machine().historyEntries);
+    gauge('palisade_watch_history_bytes', 'Bytes of the watch history: keys, values and a record overhead each (watch.historyBytes bounds them).', () => source.machine().historyBytes);
     this.expirations = new Counter({ name: 'palisade_session_expirations_total', help: 'Sessions ended by lease expiry (applied on this node).', registers });
+    this.revocations = new Counter({ name: 'palisade_session_revocations_total', help: 'Sessions ended by an operator\'s revoke (applied on this node).', registers });
     this.lockDelays = new Counter({ name: 'palisade_lock_delays_total', help: 'Lock-delays started: locks freed by expiry, not by release.', registers });
     this.grants = new Counter({ name: 'palisade_lock_grants_total', help: 'Lock grants applied on this node.', labelNames: ['mode'], registers });
     this.releases = new Counter({
@@ -301,7 +305,10 @@ export class NodeMetrics {
   onMachineEvent(ev: MachineEvent): void {
     switch (ev.type) {
       case 'sessionExpired':
-        this.expirations.inc();
+        // A revoke is an expiry an operator asked for: counted apart, so that an expiry
+        // storm alert does not fire for an operator draining sessions.
+        if (ev.reason === 'revoke') this.revocations.inc();
+        else this.expirations.inc();
         break;
       case 'lockDelayStarted':
         this.lockDelays.inc();

@@ -21,6 +21,7 @@ import { LockTiming } from '../leases/lock-timing.js';
 import { RecentEvents, type RecentEvent } from './recent-events.js';
 import { BadRequest, json, route } from './routes.js';
 import { SseHub } from './sse.js';
+import type { Revoke } from './revoke.js';
 
 /** How often open pages are checked for changes: well inside the one second they promise. */
 const PUSH_EVERY_MS = 100;
@@ -40,6 +41,8 @@ export interface NodeOpsOptions {
   readonly node: NodeInternals;
   readonly httpUrl: string;
   readonly logger: Logger;
+  /** The status page's revoke: a client's revokeSession with this admin token (revoke.ts). */
+  readonly revoke: Revoke;
 }
 
 export class NodeOps {
@@ -101,6 +104,8 @@ export class NodeOps {
           cluster: this.cluster,
           sse: this.sse,
           firstEvents: () => this.firstEvents(),
+          authOn: this.opts.node.config.auth !== null,
+          revoke: this.opts.revoke,
         },
         req,
         res,

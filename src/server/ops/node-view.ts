@@ -11,6 +11,8 @@ import type { ClusterConfig } from '../../config/cluster-config.js';
 import type { ClientCounts, MetricsSource, NodeRole, PeerProgress, RaftView } from './metrics.js';
 import type { PeerRtt } from './peer-rtt.js';
 import type { HealthNotes } from './health-notes.js';
+import { sessionView, type LeaseClock } from '../api/session-views.js';
+import type { SessionView } from '../../protocol/client-protocol.js';
 
 /** What the composition root hands over: the node's parts, read but never changed here. */
 export interface NodeInternals {
@@ -26,6 +28,9 @@ export interface NodeInternals {
   readonly health: HealthNotes;
   /** Time left on the leader's deadline for a session (ms); null on a follower. */
   leaseLeftMs(session: number): number | null;
+  /** The leader's lease clock (session-views.ts), and the monotonic time it counts in. */
+  readonly leases: LeaseClock;
+  monotonicNow(): number;
   /** Why this node's state cannot be trusted (it differs from a peer's at a checkpoint), or null. */
   diverged(): string | null;
 }
@@ -257,6 +262,17 @@ export class NodeView implements MetricsSource {
       }),
     );
     return { node: this.n.id, appliedIndex: applied, prefix, offset, limit, total: c.locks.length, rows };
+  }
+
+  /** A page of the open sessions whose label starts with `prefix`, by id, with the lease
+   *  clock when this node leads (the status page's sessions table and its revoke buttons). */
+  sessions(prefix: string, offset: number, limit: number): Page<SessionView> {
+    const machine = this.n.machine();
+    const ids: number[] = [];
+    for (const l of machine.sessionLeases()) if (prefix === '' || (l.label ?? '').startsWith(prefix)) ids.push(l.session);
+    const now = this.n.monotonicNow();
+    const rows = ids.slice(offset, offset + limit).map((id) => sessionView(machine.session(id)!, this.n.leases, now));
+    return { node: this.n.id, appliedIndex: machine.appliedIndex, prefix, offset, limit, total: ids.length, rows };
   }
 
   elections(prefix: string, offset: number, limit: number): Page<ElectionRow> {

@@ -70,8 +70,10 @@ export class RecentEvents {
         return this.add(at, 'sessionOpened', index, null, ev.session, null, `session ${ev.session} opened (ttl ${ev.ttlMs} ms)`);
       case 'sessionClosed':
         return this.add(at, 'sessionClosed', index, null, ev.session, null, `session ${ev.session} closed`);
-      case 'sessionExpired':
-        return this.add(at, 'sessionExpired', index, null, ev.session, null, `session ${ev.session} expired: its lease ran out`);
+      case 'sessionExpired': {
+        const revoked = `session ${ev.session} revoked by an operator${ev.by !== undefined ? ` (${ev.by})` : ''}${ev.detail !== undefined ? `: ${ev.detail}` : ''}`;
+        return this.add(at, 'sessionExpired', index, null, ev.session, null, ev.reason === 'revoke' ? revoked : `session ${ev.session} expired: its lease ran out`);
+      }
       case 'lockDelayStarted':
         return this.add(at, 'lockDelayStarted', index, ev.name, null, null, `${ev.name} held back by lock-delay for ${ev.delayMs} ms`);
       case 'lockDelayEnded':

@@ -1,5 +1,6 @@
-// The node's HTTP API for operators: what each path answers. Only GET (and HEAD); nothing
-// here changes the node. docs/operations.md lists the paths for people.
+// The node's HTTP API for operators: what each path answers. GET (and HEAD), which change
+// nothing, and one POST, the status page's revoke, which needs an admin token (revoke.ts).
+// docs/operations.md lists the paths for people.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NodeMetrics } from './metrics.js';
 import type { ClusterView } from './cluster-view.js';
@@ -7,6 +8,7 @@ import { MAX_PAGE, type NodeView } from './node-view.js';
 import type { RecentEvents } from './recent-events.js';
 import { MAX_STREAMS, MAX_STREAMS_PER_ADDRESS, type SseHub } from './sse.js';
 import { staticFile } from './static-files.js';
+import { serveRevoke, type Revoke } from './revoke.js';
 
 export interface RouteDeps {
   readonly view: NodeView;
@@ -16,7 +18,12 @@ export interface RouteDeps {
   readonly sse: SseHub;
   /** A new event-stream subscriber arrived: what it is sent first. */
   readonly firstEvents: () => Promise<[string, unknown][]>;
+  /** Whether clients authenticate (the revoke needs it), and the revoke itself. */
+  readonly authOn: boolean;
+  readonly revoke: Revoke;
 }
+
+const REVOKE_PATH = '/api/sessions/revoke';
 
 const DEFAULT_PAGE = 50;
 const MAX_PREFIX_CHARS = 4096;
@@ -34,11 +41,18 @@ function parseUrl(target: string): URL {
 }
 
 export async function route(d: RouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = parseUrl(req.url ?? '/');
+  if (url.pathname === REVOKE_PATH) {
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'POST');
+      return json(res, 405, { error: `${REVOKE_PATH} takes POST` });
+    }
+    return serveRevoke(req, res, d.authOn, d.revoke);
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('allow', 'GET, HEAD');
     return json(res, 405, { error: `method ${req.method} not allowed` });
   }
-  const url = parseUrl(req.url ?? '/');
   const q = url.searchParams;
   switch (url.pathname) {
     case '/metrics': {
@@ -63,6 +77,8 @@ export async function route(d: RouteDeps, req: IncomingMessage, res: ServerRespo
       return json(res, 200, d.cluster.compose(d.view.status()));
     case '/api/locks':
       return json(res, 200, d.view.locks(prefixOf(q), intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER), intParam(q, 'limit', DEFAULT_PAGE, 1, MAX_PAGE)));
+    case '/api/sessions':
+      return json(res, 200, d.view.sessions(prefixOf(q), intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER), intParam(q, 'limit', DEFAULT_PAGE, 1, MAX_PAGE)));
     case '/api/elections':
       return json(res, 200, d.view.elections(prefixOf(q), intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER), intParam(q, 'limit', DEFAULT_PAGE, 1, MAX_PAGE)));
     case '/api/recent':

@@ -109,6 +109,10 @@ export class World {
       raft: { tickMs: 10, heartbeatMs: 50, electionTimeoutMs: 300 },
       sessions: { defaultTtlMs: 3_000, minTtlMs: 600, maxTtlMs: 600_000, lockDelayMs: 200 },
       snapshot: { entries: 50, keepTail: 20 },
+      // Every simulated client shares one address: the per-address cap a small
+      // sessions.maxSessions implies (a file of a rolling change) would refuse them, and what
+      // is checked here is the cluster's cap, which the replicated settings decide.
+      limits: { maxSessionsPerAddress: 1_000 },
     };
     this.foreignUrl = o.foreign ? 'ws://127.0.0.1:17999' : null;
     if (this.foreignUrl) {

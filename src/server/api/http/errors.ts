@@ -20,6 +20,8 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   NOT_LEADER: 503,
   UNAVAILABLE: 503,
   TIMEOUT: 504,
+  // The revision a watch asked to resume from is gone from the history: start again.
+  COMPACTED: 410,
   INTERNAL: 500,
 };
 

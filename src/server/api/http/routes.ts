@@ -7,6 +7,7 @@
 import type { Op } from '../../../protocol/ops.js';
 import { ApiError } from './errors.js';
 import { tokenFromJson, valueFromJson } from './json-wire.js';
+import { txnFromJson } from './txn-json.js';
 
 export type Input = Readonly<Record<string, unknown>>;
 
@@ -48,7 +49,7 @@ export function waitMsOf(b: Input): number {
 }
 
 /** A query parameter that is a whole number (limit), as a number for the validator. */
-function queryInt(q: Input, name: string): unknown {
+export function queryInt(q: Input, name: string): unknown {
   const v = q[name];
   if (typeof v !== 'string' || v === '') return undefined;
   if (!/^[0-9]{1,16}$/.test(v)) throw new ApiError(400, 'INVALID_ARGUMENT', `${name}: expected a whole number`);
@@ -61,6 +62,9 @@ export const ROUTES: readonly ApiRoute[] = [
   { method: 'POST', path: '/session/open', op: 'openSession', fields: (b) => ({ ttlMs: b.ttlMs, label: b.label }) },
   { method: 'POST', path: '/session/keepalive', op: 'keepAlive', fields: (b) => ({ session: b.session }) },
   { method: 'POST', path: '/session/close', op: 'closeSession', fields: seqOf },
+  { method: 'GET', path: '/sessions', op: 'sessions', fields: (q) => ({ prefix: q.prefix, owner: q.owner, limit: queryInt(q, 'limit'), after: queryInt(q, 'after') }) },
+  { method: 'GET', path: '/session', op: 'sessionInfo', fields: (q) => ({ session: queryInt(q, 'session') }) },
+  { method: 'POST', path: '/session/revoke', op: 'revokeSession', fields: (b) => ({ session: b.session, reason: b.reason }) },
   // Locks
   {
     method: 'POST',
@@ -83,11 +87,13 @@ export const ROUTES: readonly ApiRoute[] = [
     method: 'POST',
     path: '/kv/put',
     op: 'put',
-    fields: (b) => ({ key: b.key, value: valueFromJson(b), fence: fenceOf(b), ifRevision: b.ifRevision, ...seqOf(b) }),
+    fields: (b) => ({ key: b.key, value: valueFromJson(b), fence: fenceOf(b), ifRevision: b.ifRevision, ephemeral: b.ephemeral, ...seqOf(b) }),
   },
+  { method: 'POST', path: '/kv/txn', op: 'txn', fields: (b) => ({ ...txnFromJson(b), fence: fenceOf(b), ...seqOf(b) }) },
   { method: 'POST', path: '/kv/delete', op: 'delete', fields: (b) => ({ key: b.key, fence: fenceOf(b), ifRevision: b.ifRevision, ...seqOf(b) }) },
   { method: 'GET', path: '/kv', op: 'kvGet', fields: (q) => ({ key: q.key }) },
-  { method: 'GET', path: '/kv/watch', op: 'watch', fields: (q) => ({ prefix: q.prefix ?? '' }), stream: true },
+  // fromRevision (or the Last-Event-ID header, streams.ts): resume after that revision.
+  { method: 'GET', path: '/kv/watch', op: 'watch', fields: (q) => ({ prefix: q.prefix ?? '', fromRevision: queryInt(q, 'fromRevision') }), stream: true },
   // Elections
   { method: 'POST', path: '/election/campaign', op: 'campaign', fields: (b) => ({ election: b.election, value: b.value, ...seqOf(b) }) },
   {

@@ -22,7 +22,8 @@ import { serveStream } from './streams.js';
 import { TurnBudget } from './turn-budget.js';
 import { API_PREFIX, OPENAPI_PATH, findRoute, waitMsOf, type Input } from './routes.js';
 
-/** The OpenAPI document, shipped in web/ (same relative path from src/ and dist/). */
+/** The OpenAPI document, shipped in web/ (the same relative path from src/server/api/http/ and
+ *  dist/server/api/http/: four levels up). */
 export const OPENAPI_FILE = new URL('../../../../web/openapi.json', import.meta.url);
 
 /** Requests worked on at once per HTTP connection. HTTP/1.1 answers in order, so a client
