@@ -118,9 +118,21 @@ export class Lock extends LeaseHandle implements FenceHolder {
     return this.lostError();
   }
 
-  /** Lost: free the name in this client (a release in progress frees it when done). */
+  /**
+   * Lost: free the name in this client (a release in progress frees it when done). While
+   * the session lives the cluster may still hold the grant (a lease that lapsed here, a
+   * process paused past it): it is released by token first, as release() would, so that
+   * nothing stays held for nobody and the next acquire of the name here is not answered
+   * with this old grant (its token is below that acquire's floor: token-floor.ts).
+   */
   protected onLost(): void {
-    if (!this.releasing) this.onGone(this);
+    if (this.releasing) return;
+    // Not `isLive`: a session past its safe deadline here may be alive on the cluster (a
+    // keepalive answered later revives it), and with it this grant.
+    if (this.session.signal.aborted) return this.onGone(this);
+    this.releasing = releaseByToken(this.core, this.session, this.name, this.token)
+      .catch(() => {})
+      .finally(() => this.onGone(this));
   }
 
   private async doRelease(): Promise<void> {
@@ -128,7 +140,7 @@ export class Lock extends LeaseHandle implements FenceHolder {
     try {
       // Even a handle already lost (fenced, or freed by the cluster) is released by token
       // while its session lives: harmless if it is gone, and nothing can stay held.
-      if (this.session.isLive) {
+      if (!this.session.signal.aborted) {
         await releaseByToken(this.core, this.session, this.name, this.token);
       }
     } finally {

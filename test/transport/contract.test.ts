@@ -100,10 +100,13 @@ for (const kind of PEER_KINDS) {
       stops.push(() => a.stop(), () => b.stop());
       const got: Message[] = [];
       b.on('raft', (_from, msgs) => got.push(...msgs));
+      // Both ends: a sends only on a link it has seen come up (the acceptor's side is up first).
       let up = false;
+      let aUp = false;
       b.on('peerUp', () => (up = true));
+      a.on('peerUp', () => (aUp = true));
       await start();
-      await waitFor('the link', () => up);
+      await waitFor('the link to come up at both ends', () => up && aUp);
       a.sendNow(new Map([['b', [heartbeat('mallory', 'b', 1)]]]));
       a.sendNow(new Map([['b', [heartbeat('a', 'b', 2)]]]));
       await waitFor('the honest message', () => got.length > 0);
