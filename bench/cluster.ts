@@ -17,8 +17,11 @@ export { CLI, ROOT } from '../test/support/node-process.js';
 /** Limits lifted for the bench: all its clients share one address and many sessions share a connection. */
 export const BENCH_LIMITS = {
   requestsPerSecond: 0,
+  requestsPerSecondPerAddress: 0,
   maxConnectionsPerAddress: 100_000,
   maxSessionsPerConnection: 100_000,
+  maxSessionsPerAddress: 1_000_000,
+  maxInFlightPerAddress: 1_000_000,
 } as const;
 
 interface NodeSpec {
