@@ -145,17 +145,10 @@ export class Leadership extends LeaseHandle {
 
   protected onLost(): void {
     this.stopWatching();
-    // As a lost Lock is released (lock.ts onLost): a session past its safe deadline here may
-    // live on at the cluster, and with it this leadership, held for nobody. Stepping down by
-    // token is harmless when it is already gone.
-    if (!this.resigning && !this.session.signal.aborted) {
-      this.resigning = resignByToken(this.core, this.session, this.election, this.token).catch(() => {});
-    }
   }
 
   private async doResign(): Promise<void> {
-    // Not `isLive`: the session may outlive its safe deadline here (lock.ts onLost).
-    const live = !this.session.signal.aborted;
+    const live = this.session.isLive;
     this.endByHolder('resigned');
     this.stopWatching();
     if (live) await resignByToken(this.core, this.session, this.election, this.token);
