@@ -11,7 +11,7 @@ import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { isRequestError, parseRequest } from '../protocol/validate.js';
 import type { WebSocketConstructor, WebSocketLike } from '../client/connection.js';
 import type { ClientServerStats } from '../transport/client-server.js';
-import type { ClientConn, ClientConnEvents, ClientListener } from '../transport/contracts.js';
+import { zeroClientServerStats, type ClientConn, type ClientConnEvents, type ClientListener } from '../transport/contracts.js';
 
 /** How frames travel between the SDK and a node: `carry` delivers later (or never, when the
  *  simulator drops the connection), in order per direction. `from` and `to` name the client
@@ -246,17 +246,7 @@ export class MemoryClientPort implements ClientListener {
   }
 
   stats(): ClientServerStats {
-    return {
-      connections: this.accepted,
-      requests: this.requests,
-      invalidRequests: 0,
-      badFrameCloses: 0,
-      oversizeFrames: 0,
-      slowConsumerDisconnects: 0,
-      rateLimited: 0,
-      refusedConnections: 0,
-      preAuthCuts: 0,
-    };
+    return { ...zeroClientServerStats(), connections: this.accepted, requests: this.requests };
   }
 
   /** @internal */

@@ -26,7 +26,7 @@ import { CLOSE_CODES, DEFAULT_MAX_FRAME_BYTES, type ErrorCode, type Request, typ
 import { FrameError, decodeFrame, encodeFrame, encodeFrameParts } from '../protocol/codec.js';
 import { peekRequestId } from '../protocol/msgpack-scan.js';
 import { AddressCoolOff } from './address-cooloff.js';
-import type { ClientConn, ClientListener, ClientServerStats } from './contracts.js';
+import { zeroClientServerStats, type ClientConn, type ClientListener, type ClientServerStats } from './contracts.js';
 export type { ClientServerStats } from './contracts.js';
 import { KeyedBuckets, TokenBucket } from './rate-limit.js';
 import { addressKey } from './address-key.js';
@@ -447,17 +447,7 @@ export class ClientServer implements ClientListener {
       requestsPerSecond,
       requestBurst: options.requestBurst ?? Math.max(1, requestsPerSecond),
       preAuth: options.preAuth ?? null,
-      stats: {
-        connections: 0,
-        requests: 0,
-        invalidRequests: 0,
-        badFrameCloses: 0,
-        oversizeFrames: 0,
-        slowConsumerDisconnects: 0,
-        rateLimited: 0,
-        refusedConnections: 0,
-        preAuthCuts: 0,
-      },
+      stats: zeroClientServerStats(),
     };
     this.maxConnectionsPerAddress = options.maxConnectionsPerAddress ?? Infinity;
   }

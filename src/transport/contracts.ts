@@ -79,3 +79,8 @@ export interface ClientServerStats {
   /** Connections cut before authenticating: too many bytes, or the deadline passed. */
   preAuthCuts: number;
 }
+
+/** Every count at zero: a new port's, and what a port without sockets never counts. */
+export function zeroClientServerStats(): ClientServerStats {
+  return { connections: 0, requests: 0, invalidRequests: 0, badFrameCloses: 0, oversizeFrames: 0, slowConsumerDisconnects: 0, rateLimited: 0, refusedConnections: 0, preAuthCuts: 0 };
+}
