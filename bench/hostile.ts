@@ -88,7 +88,7 @@ class Cluster {
   }
 
   async statuses(creds: { token?: string } = {}): Promise<(NodeStatus | null)[]> {
-    return Promise.all(this.nodes.map((n) => rpc<NodeStatus>(n.clientUrl, { op: 'status' }, 1_000, creds).catch(() => null)));
+    return Promise.all(this.nodes.map((n) => rpc(n.clientUrl, { op: 'status' }, 1_000, creds).catch(() => null)));
   }
 
   async leader(creds: { token?: string } = {}): Promise<Node> {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LockClient } from '../src/client/index.js';
 import { rpc } from '../src/protocol/rpc.js';
-import type { MemberInfo, NodeStatus } from '../src/protocol/client-protocol.js';
+import type { NodeStatus } from '../src/protocol/client-protocol.js';
 import { TestCluster, until } from '../test/support/cluster.js';
 import { SessionPool } from './lib/session-pool.js';
 import { rssBytesOf } from './lib/node-sampler.js';
@@ -34,7 +34,9 @@ function du(dir: string): number {
 }
 
 async function statusOf(c: TestCluster, id: string): Promise<NodeStatus & { lastIndex: number; snapshotIndex: number }> {
-  return rpc(c.node(id).clientUrl, { op: 'status' }, 5000);
+  const s = await rpc(c.node(id).clientUrl, { op: 'status' }, 5000);
+  // This product's nodes always send both (src/server/ops/node-status.ts).
+  return { ...s, lastIndex: s.lastIndex ?? 0, snapshotIndex: s.snapshotIndex ?? 0 };
 }
 
 async function sizes(c: TestCluster, ids: string[]) {
@@ -106,7 +108,7 @@ try {
   const tJoin = performance.now();
   await c.start('n4', { join: c.endpoints.slice(0, 3) });
   await until(async () => {
-    const ms = await rpc<MemberInfo[]>(c.node(leader).clientUrl, { op: 'members' }, 5000).catch(() => []);
+    const ms = await rpc(c.node(leader).clientUrl, { op: 'members' }, 5000).catch(() => []);
     const me = ms.find((m) => m.id === 'n4');
     if (!me?.voter) return false;
     const [l, j] = await Promise.all([statusOf(c, leader), statusOf(c, 'n4').catch(() => null)]);

@@ -109,7 +109,7 @@ export function countersFrom(status: unknown): NodeCounters {
 
 export async function nodeStatus(url: string, timeoutMs = 2_000): Promise<NodeCounters | null> {
   try {
-    return countersFrom(await rpc<unknown>(url, { op: 'status' }, timeoutMs));
+    return countersFrom(await rpc(url, { op: 'status' }, timeoutMs));
   } catch {
     return null;
   }

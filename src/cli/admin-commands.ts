@@ -1,18 +1,18 @@
 // Operator commands: membership, leadership transfer and snapshots.
 import type { Command } from 'commander';
-import type { MemberInfo } from '../protocol/client-protocol.js';
+import type { Op, ResultOf } from '../protocol/ops.js';
 import type { RequestBody } from '../protocol/rpc.js';
 import { rpcCredentials } from './credentials.js';
 import { endpointsOption } from './options.js';
 
 /** Ask each endpoint in turn until one answers (any node forwards to the leader). */
-export async function ask<T>(endpoints: string[], body: RequestBody, timeoutMs = 10_000): Promise<T> {
+export async function ask<O extends Op>(endpoints: string[], body: RequestBody & { readonly op: O }, timeoutMs = 10_000): Promise<ResultOf<O>> {
   // Loaded when a command runs, not when the command line is parsed (start-up time).
   const { rpc, RpcError } = await import('../protocol/rpc.js');
   let last: Error = new Error('no endpoints');
   for (const url of endpoints) {
     try {
-      return await rpc<T>(url, body, timeoutMs, rpcCredentials());
+      return await rpc<O>(url, body, timeoutMs, rpcCredentials());
     } catch (e) {
       last = e as Error;
       if (e instanceof RpcError && !['UNAVAILABLE', 'TIMEOUT', 'NOT_LEADER'].includes(e.code)) throw e;
@@ -29,7 +29,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .addOption(endpointsOption())
     .option('--json', 'print JSON')
     .action(async (o: { endpoints?: string; json?: boolean }) => {
-      const list = await ask<MemberInfo[]>(endpointsFrom(o.endpoints), { op: 'members' });
+      const list = await ask(endpointsFrom(o.endpoints), { op: 'members' });
       const { printable, safeJson } = await import('./terminal-text.js');
       if (o.json) process.stdout.write(`${safeJson(list)}\n`);
       else for (const m of list) process.stdout.write(`${printable(m.id)}  ${m.voter ? 'voter  ' : 'learner'}  peer ${printable(m.peerUrl)}  client ${printable(m.clientUrl)}\n`);
@@ -42,7 +42,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .requiredOption('--client-url <url>', 'its client URL (ws://host:port)')
     .addOption(endpointsOption())
     .action(async (id: string, o: { peerUrl: string; clientUrl: string; endpoints?: string }) => {
-      const r = await ask<{ index: number }>(endpointsFrom(o.endpoints), { op: 'addMember', member: id, peerUrl: o.peerUrl, clientUrl: o.clientUrl });
+      const r = await ask(endpointsFrom(o.endpoints), { op: 'addMember', member: id, peerUrl: o.peerUrl, clientUrl: o.clientUrl });
       process.stdout.write(`added ${id} as a learner (entry ${r.index})\n`);
     });
   member
@@ -51,7 +51,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .argument('<id>', 'the member to remove')
     .addOption(endpointsOption())
     .action(async (id: string, o: { endpoints?: string }) => {
-      const r = await ask<{ index: number }>(endpointsFrom(o.endpoints), { op: 'removeMember', member: id });
+      const r = await ask(endpointsFrom(o.endpoints), { op: 'removeMember', member: id });
       process.stdout.write(`removed ${id} (entry ${r.index})\n`);
     });
 
@@ -61,7 +61,7 @@ export function registerAdminCommands(program: Command, endpointsFrom: (opt: str
     .argument('[id]', 'the voter to hand leadership to')
     .addOption(endpointsOption())
     .action(async (id: string | undefined, o: { endpoints?: string }) => {
-      const r = await ask<{ leader: string }>(endpointsFrom(o.endpoints), { op: 'transferLeader', ...(id ? { to: id } : {}) });
+      const r = await ask(endpointsFrom(o.endpoints), { op: 'transferLeader', ...(id ? { to: id } : {}) });
       process.stdout.write(`leader is now ${r.leader}\n`);
     });
 

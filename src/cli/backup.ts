@@ -3,12 +3,19 @@ import { readBackupFile, writeFileAtomically } from '../backup/file.js';
 import { backupKey } from '../backup/format.js';
 import { summarize, type BackupSummary } from '../backup/summary.js';
 import { loadConfig } from '../config/cluster-config.js';
-import type { BackupChunk } from '../protocol/ops.js';
+import type { BackupChunk, ResultOf } from '../protocol/ops.js';
 import { rpcCredentials } from './credentials.js';
 import { printable, safeJson } from './terminal-text.js';
 
 /** How long one chunk may take to arrive (the first includes the node writing the file). */
 const CHUNK_TIMEOUT_MS = 60_000;
+
+/** A `snapshot` with `backup` answers a chunk; a node that answered a compaction's index
+ *  did not take the backup (an older node). */
+function chunkOf(url: string, r: ResultOf<'snapshot'>): BackupChunk {
+  if (!('backupId' in r)) throw new Error(`${url} answered the backup request with a compaction (index ${r.index}): it does not serve backups`);
+  return r;
+}
 
 export async function saveCommand(file: string, endpoints: string[]): Promise<void> {
   const { RpcConnection, RpcError } = await import('../protocol/rpc.js');
@@ -27,7 +34,7 @@ export async function saveCommand(file: string, endpoints: string[]): Promise<vo
     }
     try {
       const c = conn;
-      const first = await c.call<BackupChunk>({ op: 'snapshot', backup: true }, CHUNK_TIMEOUT_MS);
+      const first = chunkOf(url, await c.call({ op: 'snapshot', backup: true }, CHUNK_TIMEOUT_MS));
       async function* chunks(): AsyncGenerator<Uint8Array> {
         let written = 0;
         for (let chunk = first; ; ) {
@@ -37,7 +44,7 @@ export async function saveCommand(file: string, endpoints: string[]): Promise<vo
           yield chunk.data;
           written += chunk.data.length;
           if (written >= first.bytes) return;
-          chunk = await c.call<BackupChunk>({ op: 'snapshot', backup: true, backupId: first.backupId, offset: written }, CHUNK_TIMEOUT_MS);
+          chunk = chunkOf(url, await c.call({ op: 'snapshot', backup: true, backupId: first.backupId, offset: written }, CHUNK_TIMEOUT_MS));
         }
       }
       await writeFileAtomically(file, chunks());

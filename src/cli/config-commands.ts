@@ -2,8 +2,6 @@
 // settings"). They are state of the lock machine, changed by a committed entry that every
 // node applies; a node's file gives only a new cluster's first values.
 import type { Command } from 'commander';
-import type { ClusterSettings } from '../protocol/client-protocol.js';
-import type { ResultOf } from '../protocol/ops.js';
 import { ask } from './admin-commands.js';
 import { UsageError } from './exit-codes.js';
 import { endpointsOption } from './options.js';
@@ -17,7 +15,7 @@ export function registerConfigCommands(program: Command, endpointsFrom: (opt: st
     .addOption(endpointsOption())
     .option('--json', 'print JSON')
     .action(async (key: string | undefined, o: { endpoints?: string; json?: boolean }) => {
-      const r = await ask<ClusterSettings>(endpointsFrom(o.endpoints), { op: 'config' });
+      const r = await ask(endpointsFrom(o.endpoints), { op: 'config' });
       if (key !== undefined && !(key in r.settings)) throw new UsageError(`${key} is not a cluster setting; they are ${Object.keys(r.settings).join(', ')}`);
       if (o.json) process.stdout.write(`${JSON.stringify(key === undefined ? r : { [key]: r.settings[key] }, null, 2)}\n`);
       else if (key !== undefined) process.stdout.write(`${r.settings[key]}\n`);
@@ -39,7 +37,7 @@ export function registerConfigCommands(program: Command, endpointsFrom: (opt: st
         if (!m) throw new UsageError(`expected KEY=VALUE with a non-negative integer value, got ${JSON.stringify(pair)}`);
         settings[m[1]!] = Number(m[2]);
       }
-      const r = await ask<ResultOf<'configure'>>(endpointsFrom(o.endpoints), { op: 'configure', settings });
+      const r = await ask(endpointsFrom(o.endpoints), { op: 'configure', settings });
       if (r.changed.length === 0) process.stdout.write(`nothing changed (entry ${r.index})\n`);
       for (const k of r.changed) process.stdout.write(`${k} = ${r.settings[k]} (entry ${r.index})\n`);
     });

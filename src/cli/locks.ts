@@ -15,7 +15,7 @@ export async function fetchLocks(endpoints: readonly string[], q: LocksQuery, ti
   let last: Error = new Error('no endpoints');
   for (const url of endpoints) {
     try {
-      return await rpc<LockInfo[]>(url, { op: 'locks', ...(q.prefix ? { prefix: q.prefix } : {}), ...(q.limit ? { limit: q.limit } : {}) }, timeoutMs, rpcCredentials());
+      return [...(await rpc(url, { op: 'locks', ...(q.prefix ? { prefix: q.prefix } : {}), ...(q.limit ? { limit: q.limit } : {}) }, timeoutMs, rpcCredentials()))];
     } catch (e) {
       last = e as Error;
       // Arguments the cluster refuses are refused by every node: do not try the others.

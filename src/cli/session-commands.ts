@@ -4,7 +4,6 @@
 // token and is logged by the node that takes it, with the token's name and the reason.
 import { InvalidArgumentError, type Command } from 'commander';
 import type { SessionView } from '../protocol/client-protocol.js';
-import type { ResultOf } from '../protocol/ops.js';
 import { ask } from './admin-commands.js';
 import { endpointsOption } from './options.js';
 import { printable, safeJson } from './terminal-text.js';
@@ -87,7 +86,7 @@ export function registerSessionCommands(program: Command, endpointsFrom: Endpoin
       // Page by id until the limit: a page may end early (at 100,000 names).
       const list: SessionView[] = [];
       for (;;) {
-        const page = await ask<SessionView[]>(endpointsFrom(o.endpoints), {
+        const page = await ask(endpointsFrom(o.endpoints), {
           op: 'sessions',
           ...(o.prefix !== undefined ? { prefix: o.prefix } : {}),
           ...(o.owner !== undefined ? { owner: o.owner } : {}),
@@ -106,7 +105,7 @@ export function registerSessionCommands(program: Command, endpointsFrom: Endpoin
     .addOption(endpointsOption())
     .option('--json', 'print JSON (null when it is not open)')
     .action(async (id: number, o: { endpoints?: string; json?: boolean }) => {
-      const s = await ask<SessionView | null>(endpointsFrom(o.endpoints), { op: 'sessionInfo', session: id });
+      const s = await ask(endpointsFrom(o.endpoints), { op: 'sessionInfo', session: id });
       if (o.json) process.stdout.write(`${safeJson(s)}\n`);
       else if (s === null) process.stderr.write(`palisade: session ${id} is not open (never opened, closed, expired or revoked)\n`);
       else process.stdout.write(`${formatSession(s)}\n`);
@@ -129,7 +128,7 @@ open; 77 the token is not an admin token; 69 the cluster cannot serve.
 Example: palisade session revoke 4711 --reason "holder hung since 03:10, INC-2291"`,
     )
     .action(async (id: number, o: { endpoints?: string; reason: string }) => {
-      const r = await ask<ResultOf<'revokeSession'>>(endpointsFrom(o.endpoints), { op: 'revokeSession', session: id, reason: o.reason });
+      const r = await ask(endpointsFrom(o.endpoints), { op: 'revokeSession', session: id, reason: o.reason });
       process.stdout.write(`revoked session ${id} (entry ${r.index})\n`);
     });
 }

@@ -41,7 +41,7 @@ export function registerSnapshotCommands(program: Command, endpointsFrom: (opt: 
       const { rpc } = await import('../protocol/rpc.js');
       // Each node keeps its own log: compaction is asked of each, not forwarded to the leader.
       for (const url of o.endpoint !== undefined ? [o.endpoint] : endpointsFrom(o.endpoints)) {
-        const r = await rpc<{ index: number }>(url, { op: 'snapshot' }, 30_000, rpcCredentials());
+        const r = await rpc(url, { op: 'snapshot' }, 30_000, rpcCredentials());
         process.stdout.write(`${url}: snapshot at index ${r.index}\n`);
       }
     });

@@ -2,7 +2,7 @@
 // what failure the cluster can still take, and a non-zero exit when no node answers.
 import { existsSync } from 'node:fs';
 import { loadConfig } from '../config/cluster-config.js';
-import { PROTOCOL_VERSION, type HelloResult } from '../protocol/client-protocol.js';
+import { PROTOCOL_VERSION } from '../protocol/client-protocol.js';
 import { EXIT, HEALTH_EXIT } from './exit-codes.js';
 import { faultTolerance, type Danger, type FaultTolerance } from './quorum.js';
 import { fetchStatus, formatStatus, type StatusRow } from './status.js';
@@ -43,7 +43,7 @@ async function nameUnreachable(rows: StatusRow[]): Promise<StatusRow[]> {
     // members op is a linearizable read, which a cluster without quorum cannot serve).
     const { rpc } = await import('../protocol/rpc.js');
     const { token, ...tls } = rpcCredentials();
-    const hello = await rpc<HelloResult>(up.endpoint, { op: 'hello', version: PROTOCOL_VERSION, ...(token !== undefined ? { token } : {}) }, 1_000, tls).catch(() => null);
+    const hello = await rpc(up.endpoint, { op: 'hello', version: PROTOCOL_VERSION, ...(token !== undefined ? { token } : {}) }, 1_000, tls).catch(() => null);
     for (const m of hello?.members ?? []) if (m.clientUrl) names.set(m.clientUrl, m.id);
   }
   return rows.map((r) => ('error' in r ? { ...r, id: names.get(r.endpoint) ?? r.id } : r));

@@ -10,7 +10,7 @@ export async function fetchStatus(endpoints: readonly string[], timeoutMs = 1_50
   return Promise.all(
     endpoints.map(async (endpoint, i): Promise<StatusRow> => {
       try {
-        const s = await rpc<NodeStatus>(endpoint, { op: 'status' }, timeoutMs, credentials);
+        const s = await rpc(endpoint, { op: 'status' }, timeoutMs, credentials);
         return { ...s, endpoint };
       } catch (e) {
         return { endpoint, id: `?${i + 1}`, role: 'unreachable', error: explainFailure(e) };

@@ -29,13 +29,13 @@ export class ClientAdmin {
       ...(q.owner !== undefined ? { owner: q.owner } : {}),
       ...(q.limit !== undefined ? { limit: q.limit } : {}),
     };
-    return (await this.core.link.call(() => body, { deadline: this.deadline(q.timeoutMs) })) as SessionView[];
+    return [...(await this.core.link.call(() => body, { deadline: this.deadline(q.timeoutMs) }))];
   }
 
   /** One session's view; null when it is not open. */
   async session(id: number, options: { timeoutMs?: number } = {}): Promise<SessionView | null> {
     checkId(id);
-    return (await this.core.link.call(() => ({ op: 'sessionInfo', session: id }), { deadline: this.deadline(options.timeoutMs) })) as SessionView | null;
+    return this.core.link.call(() => ({ op: 'sessionInfo', session: id }), { deadline: this.deadline(options.timeoutMs) });
   }
 
   /**
@@ -47,7 +47,7 @@ export class ClientAdmin {
   async revokeSession(id: number, reason: string, options: { timeoutMs?: number } = {}): Promise<{ index: number }> {
     checkId(id);
     if (typeof reason !== 'string' || reason === '') throw new InvalidArgumentError('a revoke needs a reason (it goes into the audit log)');
-    return (await this.core.link.call(() => ({ op: 'revokeSession', session: id, reason }), { deadline: this.deadline(options.timeoutMs) })) as { index: number };
+    return this.core.link.call(() => ({ op: 'revokeSession', session: id, reason }), { deadline: this.deadline(options.timeoutMs) });
   }
 
   private deadline(timeoutMs: number | undefined): number {

@@ -298,7 +298,7 @@ export class LockClient {
   async status(options: ReadOptions = {}): Promise<NodeStatus> {
     this.checkOpen();
     const deadline = options.timeoutMs === undefined ? defaultDeadline(this.core) : this.core.clock.now() + options.timeoutMs;
-    return (await this.link.call(() => ({ op: 'status' }), { deadline })) as NodeStatus;
+    return this.link.call(() => ({ op: 'status' }), { deadline });
   }
 
   /**

@@ -8,6 +8,7 @@ import type { TrustViolation } from './trust.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { waitFor } from './wait.js';
 import { errorFromWire } from './errors.js';
+import { readAnswer } from '../protocol/results.js';
 import { decodeFrame, encodeFrame } from '../protocol/codec.js';
 import { isInvalidServerFrame, parseServerFrame, type ParsedServerFrame } from '../protocol/validate.js';
 
@@ -311,9 +312,9 @@ async function greet(url: string, options: ConnectionOptions, ask: (body: Reques
       if (!learned) throw refusal;
       throw untrusted('UNPROVEN_NODE', `${url}, a learned member, refused the ${what} (${refusal.code}: ${refusal.message}): not used`);
     }
-    const hello = parseHello(response.result);
-    if (!hello) throw new ConnectionLostError(`malformed ${what} answer from ${url}`);
-    return sameCluster(hello);
+    const hello = readAnswer('hello', response);
+    if (!hello.ok) throw new ConnectionLostError(`${what} answer from ${url}: ${hello.error.message}`);
+    return sameCluster(hello.result);
   };
   if (learned && token !== undefined) {
     const digest = tokenDigest(token);
@@ -354,33 +355,6 @@ function toBytes(data: unknown): Uint8Array | null {
   return null;
 }
 
-function parseHello(v: unknown): HelloResult | null {
-  if (typeof v !== 'object' || v === null) return null;
-  const r = v as Record<string, unknown>;
-  if (typeof r.nodeId !== 'string') return null;
-  const members = Array.isArray(r.members)
-    ? r.members.filter(
-        (m): m is { id: string; clientUrl: string } =>
-          typeof m === 'object' && m !== null && typeof m.id === 'string' && typeof m.clientUrl === 'string',
-      )
-    : [];
-  const t = r.timing as Record<string, unknown> | null | undefined;
-  const timing =
-    typeof t === 'object' && t !== null && isPositive(t.heartbeatMs) && isPositive(t.electionTimeoutMs)
-      ? { heartbeatMs: t.heartbeatMs, electionTimeoutMs: t.electionTimeoutMs }
-      : undefined;
-  return {
-    nodeId: r.nodeId,
-    clusterId: typeof r.clusterId === 'string' ? r.clusterId : '',
-    leader: typeof r.leader === 'string' ? r.leader : null,
-    members,
-    ...(timing ? { timing } : {}),
-    ...(r.proof instanceof Uint8Array ? { proof: r.proof } : {}),
-  };
-}
 
-function isPositive(v: unknown): v is number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0;
-}
 
 

@@ -20,7 +20,3 @@ export interface ClientCore {
 export function defaultDeadline(core: ClientCore): number {
   return core.clock.now() + core.requestTimeoutMs;
 }
-
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

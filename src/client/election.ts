@@ -1,15 +1,15 @@
 // Leader election on the lock table: campaign queues this client's session as a candidate
 // (FIFO); the leader's token is its epoch, usable as a fencing token. Observing keeps one
 // server subscription per election and folds events and reads into one ordered state.
-import type { ServerEvent } from '../protocol/client-protocol.js';
-import { defaultDeadline, isRecord, type ClientCore } from './core.js';
+import type { ElectionLeader, ServerEvent } from '../protocol/client-protocol.js';
+import { defaultDeadline, type ClientCore } from './core.js';
+import { isRecord } from '../protocol/results.js';
 import {
   ClientClosedError,
   ConflictError,
   FencedError,
   InvalidArgumentError,
   NotHolderError,
-  PalisadeError,
   SessionExpiredError,
   TimeoutError,
   TokenRegressionError,
@@ -208,10 +208,9 @@ export class Election {
           vet: (answer, url) => (isRecord(answer) && answer.status === 'leader' && typeof answer.token === 'number' ? this.core.floor.check(answer.token, floor, this.name, url) : null),
           ...(signal ? { signal } : {}),
         });
-        if (!isRecord(result) || typeof result.index !== 'number') throw new PalisadeError('INTERNAL', 'malformed campaign answer');
-        if (result.status === 'leader' && typeof result.token === 'number') {
+        if (result.status === 'leader') {
           token = result.token;
-        } else if (result.status === 'queued') {
+        } else {
           queuedIndex = result.index;
           const elected = await waitForLeadership(watch, session, queuedIndex, signal);
           const refused = this.core.floor.check(elected.token, floor, this.name, elected.url);
@@ -220,8 +219,6 @@ export class Election {
             throw refused;
           }
           token = elected.token;
-        } else {
-          throw new PalisadeError('INTERNAL', 'malformed campaign answer');
         }
       } catch (e) {
         // Given up while queued (or with the campaign's outcome unknown, or told by a node
@@ -252,7 +249,7 @@ export class Election {
 
   /** The current leader (linearizable read). */
   async leader(): Promise<ElectionState> {
-    return parseState(await this.core.link.call(() => ({ op: 'leader', election: this.name }), { deadline: defaultDeadline(this.core) }));
+    return stateOf(await this.core.link.call(() => ({ op: 'leader', election: this.name }), { deadline: defaultDeadline(this.core) }));
   }
 
   /** Streams the leader: the current one first, then every change in order. */
@@ -417,7 +414,7 @@ export class ElectionHub {
     const done = this.core.link
       .call(() => ({ op: 'observe', election: watch.name }), { deadline: defaultDeadline(this.core), answeredBy: (from) => (url = from) })
       .then((result) => {
-        if (this.watches.get(watch.name) === watch) watch.applyRead(parseState(result), url);
+        if (this.watches.get(watch.name) === watch) watch.applyRead(stateOf(result), url);
       });
     done.catch(() => {
       // The next reconnect subscribes again.
@@ -426,13 +423,10 @@ export class ElectionHub {
   }
 }
 
-function parseState(v: unknown): ElectionState {
-  if (!isRecord(v)) throw new PalisadeError('INTERNAL', 'malformed election answer');
-  return {
-    leader: typeof v.leader === 'number' ? v.leader : null,
-    value: typeof v.value === 'string' ? v.value : null,
-    token: typeof v.token === 'number' ? v.token : null,
-  };
+
+/** The SDK's view of an election's state: the answer without the name the caller gave. */
+function stateOf(answer: ElectionLeader): ElectionState {
+  return { leader: answer.leader, value: answer.value, token: answer.token };
 }
 
 function checkValue(value: string): void {

@@ -17,8 +17,9 @@
 // Nodes of the release before revisions answer a watch with the entries alone: against
 // them a stream falls back to re-reading the prefix after a reconnect (deletions it infers
 // then carry revision 0), as that release's SDK did.
-import type { KvEntry, ServerEvent, WatchReplay, WatchSnapshot } from '../protocol/client-protocol.js';
-import { defaultDeadline, isRecord, type ClientCore } from './core.js';
+import type { KvEntry, ServerEvent } from '../protocol/client-protocol.js';
+import type { ResultOf } from '../protocol/ops.js';
+import { defaultDeadline, type ClientCore } from './core.js';
 import { CompactedError, InvalidArgumentError, PalisadeError } from './errors.js';
 import { AsyncQueue } from './queue.js';
 
@@ -123,8 +124,9 @@ class WatchStream {
   private async start(attempt: number): Promise<void> {
     const result = await this.call({ op: 'watch', prefix: this.prefix, snapshot: true });
     if (attempt !== this.attempt) return;
-    if (Array.isArray(result)) return this.legacyResync(result.map(parseEntry));
-    const snap = parseSnapshot(result);
+    if (isEntries(result)) return this.legacyResync(result);
+    if (!('entries' in result)) throw new PalisadeError('INTERNAL', 'a watch with snapshot was answered with changes');
+    const snap = result;
     if (this.includeExisting) for (const e of snap.entries) this.queue.push({ key: e.key, value: e.value, revision: e.revision });
     this.coveredThrough(snap.revision);
     this.goLive();
@@ -137,8 +139,9 @@ class WatchStream {
       const from = this.atPosition === null ? this.position! : this.position! - 1;
       const result = await this.call({ op: 'watch', prefix: this.prefix, fromRevision: from });
       if (attempt !== this.attempt) return;
-      if (Array.isArray(result)) return this.legacyResync(result.map(parseEntry));
-      const page = parseReplay(result);
+      if (isEntries(result)) return this.legacyResync(result);
+      if (!('changes' in result)) throw new PalisadeError('INTERNAL', 'a watch from a revision was answered with a snapshot');
+      const page = result;
       for (const c of page.changes) this.offer(c);
       // Every change up to the page's revision is in it (a page ends between revisions).
       this.coveredThrough(page.revision);
@@ -175,7 +178,7 @@ class WatchStream {
     this.atPosition = null;
   }
 
-  private call(body: { op: 'watch'; prefix: string; snapshot?: boolean; fromRevision?: number }): Promise<unknown> {
+  private call(body: { op: 'watch'; prefix: string; snapshot?: boolean; fromRevision?: number }): Promise<ResultOf<'watch'>> {
     return this.core.link.call(() => body, { deadline: defaultDeadline(this.core) });
   }
 
@@ -275,30 +278,7 @@ export class WatchHub {
   }
 }
 
-export function parseEntry(v: unknown): KvEntry {
-  if (isRecord(v) && typeof v.key === 'string' && v.value instanceof Uint8Array && typeof v.revision === 'number') {
-    return { key: v.key, value: v.value, revision: v.revision };
-  }
-  throw new PalisadeError('INTERNAL', 'malformed kv entry');
-}
-
-function parseChange(v: unknown): KvChange {
-  if (isRecord(v) && typeof v.key === 'string' && (v.value === null || v.value instanceof Uint8Array) && typeof v.revision === 'number') {
-    return { key: v.key, value: v.value, revision: v.revision };
-  }
-  throw new PalisadeError('INTERNAL', 'malformed kv change');
-}
-
-function parseSnapshot(v: unknown): WatchSnapshot {
-  if (isRecord(v) && typeof v.revision === 'number' && Array.isArray(v.entries)) {
-    return { revision: v.revision, entries: v.entries.map(parseEntry), truncated: v.truncated === true };
-  }
-  throw new PalisadeError('INTERNAL', 'malformed watch answer');
-}
-
-function parseReplay(v: unknown): WatchReplay {
-  if (isRecord(v) && typeof v.revision === 'number' && Array.isArray(v.changes)) {
-    return { revision: v.revision, changes: v.changes.map(parseChange), more: v.more === true };
-  }
-  throw new PalisadeError('INTERNAL', 'malformed watch answer');
+/** A plain watch's answer: what a node of the release before revisions gives every watch. */
+function isEntries(result: ResultOf<'watch'>): result is readonly KvEntry[] {
+  return Array.isArray(result);
 }

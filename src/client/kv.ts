@@ -2,9 +2,8 @@
 // tokens: a write that carries a fence applies only while that lock is held right then
 // with that token. For resources that cannot check a token themselves.
 import type { BeginOpResult, Fence, KvEntry } from '../protocol/client-protocol.js';
-import { defaultDeadline, isRecord, type ClientCore } from './core.js';
-import { FencedError, InDoubtError, InvalidArgumentError, LockLostError, PalisadeError, SessionExpiredError } from './errors.js';
-import { parseEntry } from './kv-watch.js';
+import { defaultDeadline, type ClientCore } from './core.js';
+import { FencedError, InDoubtError, InvalidArgumentError, LockLostError, SessionExpiredError } from './errors.js';
 
 export type { KvEntry };
 
@@ -108,7 +107,7 @@ export async function putKey(core: ClientCore, key: string, value: KvValue, opti
       { deadline, ...(options.signal ? { signal: options.signal } : {}), ...(tied ? { session: tied } : {}) },
     ),
   );
-  return { revision: intField(result, 'revision') };
+  return { revision: result.revision };
 }
 
 /** The session an ephemeral put is tied to: the current one, or the one named if it still is. */
@@ -134,14 +133,13 @@ export async function deleteKey(core: ClientCore, key: string, options: WriteOpt
       { deadline: deadlineOf(core, options.timeoutMs), ...(options.signal ? { signal: options.signal } : {}) },
     ),
   );
-  return { existed: isRecord(result) && result.existed === true, revision: intField(result, 'revision') };
+  return { existed: result.existed, revision: result.revision };
 }
 
 /** Linearizable read of one key. */
 export async function getKey(core: ClientCore, key: string, timeoutMs?: number): Promise<KvEntry | null> {
   checkKey(key);
-  const result = await core.link.call(() => ({ op: 'kvGet', key }), { deadline: deadlineOf(core, timeoutMs) });
-  return result === null || result === undefined ? null : parseEntry(result);
+  return core.link.call(() => ({ op: 'kvGet', key }), { deadline: deadlineOf(core, timeoutMs) });
 }
 
 // ---- the ledger -----------------------------------------------------------------------------
@@ -183,7 +181,7 @@ export async function runOnce<T>(
         deadline: deadline(),
       }),
     );
-    return parseBeginOpResult(result);
+    return result;
   };
   let begun = await begin(false);
   if (begun.status === 'inDoubt') {
@@ -213,22 +211,7 @@ function decodeResult<T>(bytes: Uint8Array): T {
   return (bytes.length === 0 ? undefined : JSON.parse(textDecoder.decode(bytes))) as T;
 }
 
-function parseBeginOpResult(v: unknown): BeginOpResult {
-  if (isRecord(v)) {
-    if (v.status === 'done' && v.result instanceof Uint8Array) return { status: 'done', result: v.result };
-    if ((v.status === 'run' || v.status === 'inDoubt') && typeof v.idempotencyKey === 'string') {
-      const attempt = typeof v.attempt === 'number' ? v.attempt : 0;
-      if (v.status === 'run') return { status: 'run', idempotencyKey: v.idempotencyKey, attempt };
-      return { status: 'inDoubt', idempotencyKey: v.idempotencyKey, attempt, token: typeof v.token === 'number' ? v.token : 0 };
-    }
-  }
-  throw new PalisadeError('INTERNAL', 'malformed beginOp answer');
-}
 
-function intField(v: unknown, field: string): number {
-  const x = isRecord(v) ? v[field] : undefined;
-  return typeof x === 'number' ? x : 0;
-}
 
 function checkKey(key: string): void {
   if (typeof key !== 'string' || key === '') throw new InvalidArgumentError('key must be a non-empty string');

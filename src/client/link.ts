@@ -3,7 +3,9 @@
 // definite answer or the caller's deadline passes. Requests are retried verbatim (the
 // session layer builds each with a fixed seq), so a retry is idempotent on the server.
 import type { HelloResult, ServerEvent, WireError } from '../protocol/client-protocol.js';
+import type { Op, ResultOf } from '../protocol/ops.js';
 import type { Clock, TimerHandle } from './clock.js';
+import { readAnswer } from '../protocol/results.js';
 import { DeadlineReached, sleep, waitFor } from './wait.js';
 import { attemptTimeoutFor, livenessFor, watchLiveness } from './liveness.js';
 import { Connection, ConnectionLostError, UntrustedNodeError, type ConnectionOptions, type RequestBody, type WebSocketConstructor } from './connection.js';
@@ -158,7 +160,7 @@ export class ClusterLink {
    * when the deadline passed and the request never reached a node that could apply it,
    * TimeoutError when it passed with the outcome unknown.
    */
-  async call(makeBody: () => RequestBody, options: CallOptions): Promise<unknown> {
+  async call<O extends Op>(makeBody: () => RequestBody & { readonly op: O }, options: CallOptions): Promise<ResultOf<O>> {
     const { deadline, signal } = options;
     let inDoubt = false;
     let lastError: unknown;
@@ -182,8 +184,9 @@ export class ClusterLink {
         throw e;
       }
       let response;
+      const body = makeBody();
       try {
-        response = await connection.request(makeBody(), Math.min(this.attemptTimeoutMs, remaining), signal);
+        response = await connection.request(body, Math.min(this.attemptTimeoutMs, remaining), signal);
       } catch (e) {
         if (!(e instanceof ConnectionLostError)) throw e;
         inDoubt = true;
@@ -191,17 +194,18 @@ export class ClusterLink {
         this.abandon(connection);
         continue;
       }
-      if (response.ok) {
+      const answer = readAnswer(body.op, response);
+      if (answer.ok) {
         this.failures = 0;
-        const refused = options.vet?.(response.result, connection.url) ?? null;
+        const refused = options.vet?.(answer.result, connection.url) ?? null;
         if (refused) {
           this.distrust(connection.url, { kind: 'TOKEN_REGRESSION', url: connection.url, message: refused.message });
           throw refused;
         }
         options.answeredBy?.(connection.url);
-        return response.result;
+        return answer.result;
       }
-      const error = response.error;
+      const error = answer.error;
       lastError = errorFromWire(error);
       if (RETRY_ELSEWHERE.has(error.code)) {
         if (error.code === 'TIMEOUT') inDoubt = true;

@@ -3,8 +3,9 @@
 //
 // Within one client, acquires of one name take turns (FIFO) before they reach the cluster:
 // one session holds a name once, so a second handle to the same grant would be a lie.
-import type { AcquireResult, Fence, Holder, LockInfo, LockMode, ServerEvent } from '../protocol/client-protocol.js';
-import { defaultDeadline, isRecord, type ClientCore } from './core.js';
+import type { AcquireResult, Fence, LockInfo, LockMode, ServerEvent } from '../protocol/client-protocol.js';
+import { defaultDeadline, type ClientCore } from './core.js';
+import { isRecord } from '../protocol/results.js';
 import {
   ConflictError,
   FencedError,
@@ -254,14 +255,12 @@ export class ClientLocks {
       try {
         let result: AcquireResult;
         try {
-          result = parseAcquireResult(
-            await this.core.sessions.sequenced(() => acquireBody(name, options, false), {
-              session,
-              deadline: defaultDeadline(this.core),
-              vet: this.vetGrant(name, waiter),
-              ...(options.signal ? { signal: options.signal } : {}),
-            }),
-          );
+          result = await this.core.sessions.sequenced(() => acquireBody(name, options, false), {
+            session,
+            deadline: defaultDeadline(this.core),
+            vet: this.vetGrant(name, waiter),
+            ...(options.signal ? { signal: options.signal } : {}),
+          });
         } catch (e) {
           // A refused grant says nothing of what the cluster did with the request: undo it.
           if (e instanceof TokenRegressionError) {
@@ -350,14 +349,12 @@ export class ClientLocks {
     try {
       let result: AcquireResult;
       try {
-        result = parseAcquireResult(
-          await sessions.sequenced(() => acquireBody(name, options, true), {
-            session,
-            deadline: requestDeadline,
-            vet: this.vetGrant(name, waiter),
-            ...(options.signal ? { signal: options.signal } : {}),
-          }),
-        );
+        result = await sessions.sequenced(() => acquireBody(name, options, true), {
+          session,
+          deadline: requestDeadline,
+          vet: this.vetGrant(name, waiter),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
       } catch (e) {
         // In doubt (it may have queued or granted after all, a refused grant too: the node
         // that answered it is not the cluster): undo whatever it did.
@@ -528,7 +525,7 @@ export class ClientLocks {
 /** Linearizable read of a lock: holders, waiters, token. `answeredBy` is told which node answered. */
 export async function readLock(core: ClientCore, name: string, timeoutMs?: number, answeredBy?: (url: string) => void): Promise<LockInfo> {
   const deadline = timeoutMs === undefined ? defaultDeadline(core) : core.clock.now() + timeoutMs;
-  return parseLockInfo(name, await core.link.call(() => ({ op: 'get', name }), { deadline, ...(answeredBy ? { answeredBy } : {}) }));
+  return core.link.call(() => ({ op: 'get', name }), { deadline, ...(answeredBy ? { answeredBy } : {}) });
 }
 
 function isGrant(v: unknown): v is { status: 'granted'; token: number } {
@@ -557,32 +554,4 @@ function checkAcquire(name: string, options: TryAcquireOptions & { waitMs?: numb
   }
 }
 
-function parseAcquireResult(v: unknown): AcquireResult {
-  if (isRecord(v) && typeof v.index === 'number') {
-    if (v.status === 'granted' && typeof v.token === 'number') return { status: 'granted', token: v.token, index: v.index };
-    if (v.status === 'queued') return { status: 'queued', position: typeof v.position === 'number' ? v.position : 0, index: v.index };
-    if (v.status === 'busy') return { status: 'busy', holders: Array.isArray(v.holders) ? v.holders.filter(isHolder) : [], index: v.index };
-  }
-  throw new PalisadeError('INTERNAL', 'malformed acquire answer');
-}
-
-function isHolder(h: unknown): h is Holder {
-  return isRecord(h) && typeof h.session === 'number' && typeof h.token === 'number' && (h.mode === 'exclusive' || h.mode === 'shared');
-}
-
-function parseLockInfo(name: string, v: unknown): LockInfo {
-  if (!isRecord(v)) throw new PalisadeError('INTERNAL', 'malformed lock answer');
-  return {
-    name: typeof v.name === 'string' ? v.name : name,
-    holders: Array.isArray(v.holders) ? v.holders.filter(isHolder) : [],
-    waiters: Array.isArray(v.waiters)
-      ? v.waiters.filter(
-          (w): w is { session: number; mode: LockMode } =>
-            isRecord(w) && typeof w.session === 'number' && (w.mode === 'exclusive' || w.mode === 'shared'),
-        )
-      : [],
-    limit: typeof v.limit === 'number' ? v.limit : null,
-    delayed: v.delayed === true,
-  };
-}
 

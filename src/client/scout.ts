@@ -16,6 +16,7 @@
 import type { HelloResult, NodeStatus } from '../protocol/client-protocol.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { Connection } from './connection.js';
+import { readAnswer } from '../protocol/results.js';
 
 /** For nodes that do not say their timing (older versions): Palisade's defaults. */
 const DEFAULT_TIMING = { heartbeatMs: 50, electionTimeoutMs: 300 };
@@ -78,8 +79,8 @@ export function scoutWhenLate(connection: Connection, clock: Clock, timing: Scou
   const patienceMs = timing.lateMs;
   const status = async (c: Connection, timeoutMs: number): Promise<NodeStatus | null> => {
     try {
-      const r = await c.request({ op: 'status' }, timeoutMs);
-      return r.ok ? (r.result as NodeStatus) : null;
+      const r = readAnswer('status', await c.request({ op: 'status' }, timeoutMs));
+      return r.ok ? r.result : null;
     } catch {
       return null;
     }

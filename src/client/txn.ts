@@ -4,8 +4,9 @@
 // write made one compare among others; when it is the compare that failed, the handle is
 // lost (as a fenced write's refusal loses it).
 import type { TxnCompare, TxnOp } from '../protocol/client-protocol.js';
-import { defaultDeadline, isRecord, type ClientCore } from './core.js';
-import { FencedError, InvalidArgumentError, PalisadeError } from './errors.js';
+import { defaultDeadline, type ClientCore } from './core.js';
+import { isRecord } from '../protocol/results.js';
+import { FencedError, InvalidArgumentError } from './errors.js';
 import type { FenceHolder, KvValue } from './kv.js';
 
 export type TxnCompareInput = TxnCompare | { readonly target: 'lock'; readonly lock: FenceHolder };
@@ -68,18 +69,12 @@ export async function runTxn(core: ClientCore, txn: TxnRequest, options: TxnOpti
     deadline,
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  const outcome = parseOutcome(result);
+  // The SDK's outcome leaves out the entry's index (the revision is what a caller compares).
+  const outcome: TxnOutcome = { succeeded: result.succeeded, failed: result.failed, results: result.results, revision: result.revision };
   // A handle whose compare failed holds a token the cluster no longer honours.
   for (const i of outcome.failed) {
     const c = compareIn[i];
     if (c?.target === 'lock' && isHolder(c.lock)) c.lock.fencedOut(new FencedError(`txn compare ${i}: the lock is not held with token ${c.lock.token}`, null));
   }
   return outcome;
-}
-
-function parseOutcome(v: unknown): TxnOutcome {
-  if (isRecord(v) && typeof v.succeeded === 'boolean' && Array.isArray(v.failed) && Array.isArray(v.results) && typeof v.revision === 'number') {
-    return { succeeded: v.succeeded, failed: v.failed as number[], results: v.results as TxnOutcome['results'], revision: v.revision };
-  }
-  throw new PalisadeError('INTERNAL', 'malformed txn answer');
 }

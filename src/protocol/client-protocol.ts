@@ -196,6 +196,15 @@ export interface NodeStatus {
   /** The latest checkpoint's state digest and the peers whose digest of it agrees (absent
    *  before the first checkpoint, and from older nodes). */
   readonly stateDigest?: { readonly index: number; readonly digest: string; readonly agreeing: readonly string[] };
+  // For operators (palisade status --json); clients decide nothing by them, so a node that
+  // leaves them out (an older one, a test's fake) still answers a usable status.
+  readonly lastIndex?: number;
+  readonly snapshotIndex?: number;
+  /** Sessions this node keeps leases for (the leader: all of them). */
+  readonly sessions?: number;
+  /** The Raft driver's, storage's and transport's counters. */
+  readonly driver?: Readonly<Record<string, number>>;
+  readonly transport?: Readonly<Record<string, number>>;
 }
 
 /** The cluster's settings by their config-file keys ('sessions.lockDelayMs': 15000, ...).
@@ -302,7 +311,7 @@ export interface ElectionLeader {
 
 export type BeginOpResult =
   | { readonly status: 'run'; readonly idempotencyKey: string; readonly attempt: number }
-  | { readonly status: 'done'; readonly result: Uint8Array }
+  | { readonly status: 'done'; readonly idempotencyKey: string; readonly result: Uint8Array }
   | { readonly status: 'inDoubt'; readonly idempotencyKey: string; readonly attempt: number; readonly token: number };
 
 // ---- events ---------------------------------------------------------------------------

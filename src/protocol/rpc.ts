@@ -4,6 +4,8 @@
 import WebSocket from 'ws';
 import { decodeFrame, encodeFrame } from './codec.js';
 import { PROTOCOL_VERSION, type RequestBody, type Response } from './client-protocol.js';
+import type { Op, ResultOf } from './ops.js';
+import { readAnswer } from './results.js';
 
 /** How to prove who we are and whom to trust; everything optional (auth and TLS off). */
 export interface RpcCredentials {
@@ -29,17 +31,19 @@ export class RpcError extends Error {
 
 /** Send one request to `url` and resolve with its result (or reject with RpcError). With a
  *  token, a hello carrying it goes first and its refusal is the rejection. */
-export async function rpc<T>(url: string, body: RequestBody, timeoutMs = 2_000, credentials: RpcCredentials = {}): Promise<T> {
+export async function rpc<O extends Op>(url: string, body: RequestBody & { readonly op: O }, timeoutMs = 2_000, credentials: RpcCredentials = {}): Promise<ResultOf<O>> {
   const deadline = Date.now() + timeoutMs;
   const c = await RpcConnection.open(url, timeoutMs, credentials);
   try {
-    return await c.call<T>(body, Math.max(1, deadline - Date.now()), timeoutMs);
+    return await c.call<O>(body, Math.max(1, deadline - Date.now()), timeoutMs);
   } finally {
     c.close();
   }
 }
 
 interface Pending {
+  /** The request's op, to read its answer by (results.ts). */
+  readonly op: Op;
   readonly resolve: (result: unknown) => void;
   readonly reject: (e: RpcError) => void;
   readonly timer: NodeJS.Timeout;
@@ -90,12 +94,13 @@ export class RpcConnection {
   }
 
   /** One request's result; TIMEOUT after `timeoutMs` (`saidMs` is the bound the message names). */
-  call<T>(body: RequestBody, timeoutMs: number, saidMs = timeoutMs): Promise<T> {
+  call<O extends Op>(body: RequestBody & { readonly op: O }, timeoutMs: number, saidMs = timeoutMs): Promise<ResultOf<O>> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<ResultOf<O>>((resolve, reject) => {
       const timer = setTimeout(() => this.fail(new RpcError('TIMEOUT', `${this.url} did not answer within ${saidMs} ms`)), timeoutMs);
-      this.pending.set(id, { resolve: resolve as (r: unknown) => void, reject, timer });
+      // onFrame resolves with readAnswer(body.op, ...)'s result: a ResultOf<O>.
+      this.pending.set(id, { op: body.op, resolve: resolve as (r: unknown) => void, reject, timer });
       // The hello and the first request leave together: a node serves a connection's frames in order.
       if (!this.helloSent && this.token !== undefined) this.ws.send(encodeFrame({ id: 0, op: 'hello', version: PROTOCOL_VERSION, token: this.token }));
       this.helloSent = true;
@@ -121,8 +126,9 @@ export class RpcConnection {
     if (!p) return; // an event, or the hello's answer
     this.pending.delete(id as number);
     clearTimeout(p.timer);
-    if (frame.ok) p.resolve(frame.result);
-    else p.reject(new RpcError(frame.error.code, frame.error.message));
+    const answer = readAnswer(p.op, frame);
+    if (answer.ok) p.resolve(answer.result);
+    else p.reject(new RpcError(answer.error.code, answer.error.message));
   }
 
   /** Every request still waiting (and every later one) fails with `e`; the socket closes. */

@@ -22,7 +22,8 @@ import type { NodeClock } from './clock.js';
 import type { FatalKind, NodeDeps, NodeOptions } from './node-deps.js';
 import type { NodeOps } from './ops/index.js';
 import { HealthNotes } from './ops/health-notes.js';
-import { nodeStatus, type NodeStatusView } from './ops/node-status.js';
+import { nodeStatus } from './ops/node-status.js';
+import type { NodeStatus } from '../protocol/client-protocol.js';
 import { openState, type Opened } from './node-state.js';
 import { HttpApi, apiNodeOf } from './api/http/index.js';
 import { ClientGate } from './api/client-gate.js';
@@ -388,7 +389,7 @@ export class PalisadeNode {
 
   // ---- status -------------------------------------------------------------------------
 
-  status(): NodeStatusView {
+  status(): NodeStatus {
     return nodeStatus({
       id: this.id, raft: this.raft, appliedIndex: this.machine.appliedIndex, warnings: this.health.notes(), digest: this.digests.view().latest,
       sessions: this.leases.size, driver: { ...this.driver.stats, ...this.store.stats() },

@@ -145,7 +145,7 @@ export class ChaosCluster {
 
   async status(id: string, timeoutMs = 1_000): Promise<NodeStatus | null> {
     try {
-      return await rpc<NodeStatus>(this.spec(id).clientUrl, { op: 'status' }, timeoutMs);
+      return await rpc(this.spec(id).clientUrl, { op: 'status' }, timeoutMs);
     } catch {
       return null;
     }

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ConfigError, validateConfig } from '../../src/config/cluster-config.js';
-import type { MemberInfo, NodeStatus } from '../../src/protocol/client-protocol.js';
 import { exposureProblems } from '../../src/server/exposure.js';
 import { rpc } from '../../src/protocol/rpc.js';
 import { freePorts, settleAll, signalNode, startNode, until } from '../support/node-process.js';
@@ -152,7 +151,7 @@ describe('a cluster reached only through port mappings', { timeout: 90_000 }, ()
     // The nodes dial each other only at the advertised (mapped) peer URLs.
     const leader = await until(
       async () => {
-        const st = await Promise.all(nodes.map((n) => rpc<NodeStatus>(n.listenClientUrl, { op: 'status' }, 2_000).catch(() => null)));
+        const st = await Promise.all(nodes.map((n) => rpc(n.listenClientUrl, { op: 'status' }, 2_000).catch(() => null)));
         const l = st.find((s) => s?.role === 'leader');
         return l && st.every((s) => s?.leader === l.id) ? l.id : null;
       },
@@ -165,7 +164,7 @@ describe('a cluster reached only through port mappings', { timeout: 90_000 }, ()
     assert.ok(peerForwarders.filter((f) => f.bytes > 0).length >= 2, `Raft traffic through the mapped peer ports: ${peerForwarders.map((f) => f.bytes).join(', ')} bytes`);
 
     // Clients are told the advertised client URLs, never the bound ones.
-    const members = await rpc<MemberInfo[]>(nodes[0]!.clientUrl, { op: 'members' }, 3_000);
+    const members = await rpc(nodes[0]!.clientUrl, { op: 'members' }, 3_000);
     assert.deepEqual(members.map((m) => [m.id, m.peerUrl, m.clientUrl]).sort(), nodes.map((n) => [n.id, n.peerUrl, n.clientUrl]).sort());
     assert.ok(members.some((m) => m.id === leader));
 

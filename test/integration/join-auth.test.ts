@@ -5,7 +5,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rpc } from '../../src/protocol/rpc.js';
-import type { MemberInfo } from '../../src/protocol/client-protocol.js';
 import { join } from 'node:path';
 import { TestCluster, until } from '../support/cluster.js';
 import { startNode } from '../support/node-process.js';
@@ -36,7 +35,7 @@ describe('joining a cluster with auth on', { timeout: 90_000 }, () => {
     await c.start('n4', { join: c.endpoints.slice(0, 3) });
     await until(
       async () => {
-        const ms = await rpc<MemberInfo[]>(c.node('n1').clientUrl, { op: 'members' }, 3_000, { token: APP });
+        const ms = await rpc(c.node('n1').clientUrl, { op: 'members' }, 3_000, { token: APP });
         return ms.find((m) => m.id === 'n4')?.voter === true;
       },
       30_000,
@@ -91,7 +90,7 @@ describe('joining a cluster with auth, wss:// and required client certificates',
     await c.start('n4', { join: c.endpoints.slice(0, 3) });
     await until(
       async () => {
-        const ms = await rpc<MemberInfo[]>(c.node('n1').clientUrl, { op: 'members' }, 3_000, c.credentials);
+        const ms = await rpc(c.node('n1').clientUrl, { op: 'members' }, 3_000, c.credentials);
         return ms.find((m) => m.id === 'n4')?.voter === true;
       },
       30_000,

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { LockClient } from '../../src/client/index.js';
-import type { ClusterSettings, LockInfo, NodeStatus } from '../../src/protocol/client-protocol.js';
+import type { NodeStatus } from '../../src/protocol/client-protocol.js';
 import { rpc } from '../../src/protocol/rpc.js';
 import { TestCluster, until } from '../support/cluster.js';
 
@@ -27,7 +27,7 @@ describe('nodes whose files disagree on sessions.* apply every entry alike', () 
     clients.push(client);
     return client;
   };
-  const get = (id: string, name: string) => rpc<LockInfo>(c.node(id).clientUrl, { op: 'get', name }, 5_000);
+  const get = (id: string, name: string) => rpc(c.node(id).clientUrl, { op: 'get', name }, 5_000);
   const transferTo = async (id: string) => {
     const leader = await c.waitForLeader();
     if (leader !== id) await rpc(c.node(leader).clientUrl, { op: 'transferLeader', to: id }, 10_000);
@@ -51,8 +51,8 @@ describe('nodes whose files disagree on sessions.* apply every entry alike', () 
 
     // A session that expires while holding D, with a waiter: lock-delay decides the entry
     // that grants the waiter, and so the waiter's token.
-    const lease = await rpc<{ session: number }>(c.node('n1').clientUrl, { op: 'openSession', ttlMs: 2_000 }, 5_000);
-    const first = await rpc<{ status: string; token: number }>(
+    const lease = await rpc(c.node('n1').clientUrl, { op: 'openSession', ttlMs: 2_000 }, 5_000);
+    const first = await rpc(
       c.node('n1').clientUrl,
       { op: 'acquire', session: lease.session, seq: 1, name: 'D', mode: 'exclusive', wait: false },
       5_000,
@@ -91,7 +91,7 @@ describe('nodes whose files disagree on sessions.* apply every entry alike', () 
     }
 
     // What the cluster's settings are: the first leader's file seeded them.
-    const settings = await rpc<ClusterSettings>(c.node('n2').clientUrl, { op: 'config' }, 5_000);
+    const settings = await rpc(c.node('n2').clientUrl, { op: 'config' }, 5_000);
     assert.equal(settings.configured, true, 'the first leader seeded the settings');
     const maxSessions = settings.settings['sessions.maxSessions']!;
     assert.equal(opened.length, Math.min(MANY, maxSessions - 1), `the cluster's maxSessions (${maxSessions}, one taken by D's holder) decided how many opened`);

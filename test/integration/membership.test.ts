@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockClient } from '../../src/client/index.js';
 import { rpc } from '../../src/protocol/rpc.js';
-import type { MemberInfo, NodeStatus } from '../../src/protocol/client-protocol.js';
+import type { NodeStatus, RequestBody } from '../../src/protocol/client-protocol.js';
+import type { Op, ResultOf } from '../../src/protocol/ops.js';
 import { TestCluster, until } from '../support/cluster.js';
 
 let c: TestCluster;
@@ -16,12 +17,12 @@ before(async () => {
 after(() => c?.stop());
 
 /** Ask the running members (any of them forwards to the leader). */
-async function admin<T>(body: Parameters<typeof rpc>[1]): Promise<T> {
+async function admin<O extends Op>(body: RequestBody & { readonly op: O }): Promise<ResultOf<O>> {
   let last: unknown;
   for (let attempt = 0; attempt < 40; attempt++) {
     for (const id of c.procs.keys()) {
       try {
-        return await rpc<T>(c.node(id).clientUrl, body, 10_000);
+        return await rpc<O>(c.node(id).clientUrl, body, 10_000);
       } catch (e) {
         last = e;
       }
@@ -32,7 +33,7 @@ async function admin<T>(body: Parameters<typeof rpc>[1]): Promise<T> {
 }
 
 async function voters(): Promise<string[]> {
-  const ms = await admin<MemberInfo[]>({ op: 'members' });
+  const ms = await admin({ op: 'members' });
   return ms.filter((m) => m.voter).map((m) => m.id).sort();
 }
 

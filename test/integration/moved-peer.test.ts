@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { rpc } from '../../src/protocol/rpc.js';
-import type { NodeStatus } from '../../src/protocol/client-protocol.js';
 import { TestCluster, freePort, until } from '../support/cluster.js';
 
 let c: TestCluster | null = null;
@@ -21,7 +20,7 @@ test('a node started at another peer address than the recorded one warns on stat
   writeFileSync(c.configPath, JSON.stringify(cfg, null, 2));
   await c.start(id);
   const s = await until(async () => {
-    const st = await rpc<NodeStatus>(c!.node(id).clientUrl, { op: 'status' }, 2_000);
+    const st = await rpc(c!.node(id).clientUrl, { op: 'status' }, 2_000);
     return (st.warnings ?? []).length > 0 ? st : null;
   }, 10_000, 'a warning on status');
   assert.match(s.warnings!.join('\n'), new RegExp(`this node listens for peers at ${moved}, but the cluster recorded ${recorded} for n3`));

@@ -16,7 +16,8 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockClient, TokenRegressionError, type Lock, type TrustViolation } from '../../src/client/index.js';
 import { rpc, RpcError, type RpcCredentials } from '../../src/protocol/rpc.js';
-import type { HelloResult, MemberInfo } from '../../src/protocol/client-protocol.js';
+import type { HelloResult, RequestBody } from '../../src/protocol/client-protocol.js';
+import type { Op, ResultOf } from '../../src/protocol/ops.js';
 import { TestCluster, freePort, sleep, until } from '../support/cluster.js';
 import { FakeMember } from '../support/fake-member.js';
 import { within } from '../support/within.js';
@@ -34,12 +35,12 @@ const AUTH = {
 };
 
 /** An admin request to any running node, retried while a membership change is in progress. */
-async function admin<T>(c: TestCluster, body: Parameters<typeof rpc>[1]): Promise<T> {
+async function admin<O extends Op>(c: TestCluster, body: RequestBody & { readonly op: O }): Promise<ResultOf<O>> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     for (const id of c.procs.keys()) {
       try {
-        return await rpc<T>(c.node(id).clientUrl, body, 5_000, c.credentials);
+        return await rpc<O>(c.node(id).clientUrl, body, 5_000, c.credentials);
       } catch (e) {
         if (e instanceof RpcError && (e.code === 'UNAUTHENTICATED' || e.code === 'PERMISSION_DENIED' || e.code === 'INVALID_ARGUMENT')) throw e;
         if (Date.now() > deadline) throw e;
@@ -51,7 +52,7 @@ async function admin<T>(c: TestCluster, body: Parameters<typeof rpc>[1]): Promis
 
 /** What a hello says to a client with `credentials`. */
 async function helloOf(c: TestCluster, credentials: RpcCredentials): Promise<HelloResult> {
-  return rpc<HelloResult>(c.endpoints[0]!, { op: 'hello', version: 1, ...(credentials.token ? { token: credentials.token } : {}) }, 5_000, credentials);
+  return rpc(c.endpoints[0]!, { op: 'hello', version: 1, ...(credentials.token ? { token: credentials.token } : {}) }, 5_000, credentials);
 }
 
 /** Adds `id` as a learner whose client URL is `fake`'s (and, with `peerOf`, whose peer URL
@@ -65,7 +66,7 @@ async function plantVoter(c: TestCluster, id: string, fake: FakeMember): Promise
   const spec = await c.addNodeSpec(id);
   await plant(c, id, fake, spec.peerUrl);
   await c.start(id, { join: c.endpoints.slice(0, 3) });
-  await until(async () => (await admin<MemberInfo[]>(c, { op: 'members' })).some((m) => m.id === id && m.voter), 20_000, `${id} promoted`);
+  await until(async () => (await admin(c, { op: 'members' })).some((m) => m.id === id && m.voter), 20_000, `${id} promoted`);
 }
 
 async function pauseAll(c: TestCluster): Promise<() => Promise<void>> {
@@ -137,7 +138,7 @@ describe('a member planted with addMember', () => {
     const learnerCopy = await fake('planted-b', CLUSTER_ID);
     await plant(c, 'planted-a', learnerForeign, `ws://127.0.0.1:${await freePort()}`);
     await plant(c, 'planted-b', learnerCopy, `ws://127.0.0.1:${await freePort()}`);
-    const members = await admin<MemberInfo[]>(c, { op: 'members' });
+    const members = await admin(c, { op: 'members' });
     assert.deepEqual(members.filter((m) => !m.voter).map((m) => m.id).sort(), ['planted-a', 'planted-b'], 'the admin planted two learners');
     const listed = (await helloOf(c, { token: JOBS })).members.map((m) => m.id).sort();
     assert.deepEqual(listed, ['n1', 'n2', 'n3'], "a jobs/ token's hello lists the voters only");

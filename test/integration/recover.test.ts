@@ -9,7 +9,6 @@ import { promisify } from 'node:util';
 import { LockClient } from '../../src/client/index.js';
 import { FencedRegister, StaleTokenError } from '../../src/fence/index.js';
 import { rpc } from '../../src/protocol/rpc.js';
-import type { MemberInfo } from '../../src/protocol/client-protocol.js';
 import { CLI, TestCluster, until } from '../support/cluster.js';
 
 const run = promisify(execFile);
@@ -62,7 +61,7 @@ test('recover from one survivor: keys kept, new tokens above the old, the fence 
   await fresh.waitForLeader();
   await fresh.start('n2', { join: [fresh.node('n1').clientUrl] });
   await until(
-    async () => (await rpc<MemberInfo[]>(fresh.node('n1').clientUrl, { op: 'members' })).filter((m) => m.voter).length === 2,
+    async () => (await rpc(fresh.node('n1').clientUrl, { op: 'members' })).filter((m) => m.voter).length === 2,
     15_000,
     'n2 joined as a voter',
   );

@@ -11,7 +11,6 @@ import { after, describe, test } from 'node:test';
 import { TestCluster, until } from '../support/cluster.js';
 import { RawClient, RawSession } from '../support/raw-client.js';
 import { rpc } from '../../src/protocol/rpc.js';
-import type { MemberInfo } from '../../src/protocol/client-protocol.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -171,10 +170,10 @@ describe('storage faults', () => {
     const top = await write(c, leader, 50, 5);
     await c.signal(lost, 'SIGKILL');
     renameSync(c.node(lost).dataDir, `${c.node(lost).dataDir}.lost`);
-    const removed = await rpc<{ index: number }>(c.node(healthy[0]!).clientUrl, { op: 'removeMember', member: lost }, 10_000);
+    const removed = await rpc(c.node(healthy[0]!).clientUrl, { op: 'removeMember', member: lost }, 10_000);
     assert.ok(removed.index > 0);
     await c.start(lost, { join: healthy.map((id) => c.node(id).clientUrl) });
-    await until(async () => (await rpc<MemberInfo[]>(c.node(healthy[0]!).clientUrl, { op: 'members' }, 5_000)).some((m) => m.id === lost && m.voter), 30_000, `${lost} to be a voter again`);
+    await until(async () => (await rpc(c.node(healthy[0]!).clientUrl, { op: 'members' }, 5_000)).some((m) => m.id === lost && m.voter), 30_000, `${lost} to be a voter again`);
     await allReadable(c, lost, 50);
     assert.ok((await newToken(c, lost)) > top);
   });

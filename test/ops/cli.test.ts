@@ -22,8 +22,9 @@ after(async () => {
 
 test('palisade locks lists holders and tokens, filters by prefix, prints JSON', async () => {
   const url = cluster.node(leader).clientUrl;
-  const s = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
-  const a = await rpc<{ token: number }>(url, { op: 'acquire', session: s.session, seq: 1, name: 'cli/a', mode: 'exclusive', wait: false });
+  const s = await rpc(url, { op: 'openSession', ttlMs: 30_000 });
+  const a = await rpc(url, { op: 'acquire', session: s.session, seq: 1, name: 'cli/a', mode: 'exclusive', wait: false });
+  assert.ok(a.status === 'granted');
   await rpc(url, { op: 'acquire', session: s.session, seq: 2, ackedSeq: 1, name: 'other/b', mode: 'shared', wait: false });
   const endpoints = cluster.endpoints.join(',');
 

@@ -70,9 +70,9 @@ test('status API: cluster view, lock pages, errors, and live events within a sec
     assert.equal((first.data as { self: string }).self, follower.id);
 
     const url = c.node(leader).clientUrl;
-    const s = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000, label: 'page-writer' });
+    const s = await rpc(url, { op: 'openSession', ttlMs: 30_000, label: 'page-writer' });
     const started = performance.now();
-    const g = await rpc<{ status: string; token: number }>(url, { op: 'acquire', session: s.session, seq: 1, name: 'page/0', mode: 'exclusive', wait: false });
+    const g = await rpc(url, { op: 'acquire', session: s.session, seq: 1, name: 'page/0', mode: 'exclusive', wait: false });
     assert.equal(g.status, 'granted');
     const ev = await sse.next(
       (m) => m.event === 'events' && (m.data as { events: { kind: string; name: string }[] }).events.some((e) => e.kind === 'granted' && e.name === 'page/0'),

@@ -27,8 +27,8 @@ test('metrics: the leader exports raft, storage, lock and client series', async 
   const url = cluster.node(leader).clientUrl;
   const lock = await client.acquire('metrics/held');
   // A waiter, queued behind the held lock, from a second long-lived session.
-  const waiter = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
-  const queued = await rpc<{ status: string }>(url, { op: 'acquire', session: waiter.session, seq: 1, name: 'metrics/held', mode: 'exclusive', wait: true });
+  const waiter = await rpc(url, { op: 'openSession', ttlMs: 30_000 });
+  const queued = await rpc(url, { op: 'acquire', session: waiter.session, seq: 1, name: 'metrics/held', mode: 'exclusive', wait: true });
   assert.equal(queued.status, 'queued');
   // A request the node refuses, to count by its error code.
   await assert.rejects(rpc(url, { op: 'keepAlive', session: 987_654_321 }), (e: RpcError) => e.code === 'UNKNOWN_SESSION');
@@ -83,11 +83,11 @@ test('metrics: the leader times lock waits (queued to granted) and holds (grante
   const before = await metricsOf(cluster.node(leader).httpUrl);
   const waits0 = value(before, 'palisade_lock_wait_seconds_count');
   const holds0 = value(before, 'palisade_lock_hold_seconds_count');
-  const a = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
-  const b = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
-  const got = await rpc<{ status: string; token: number }>(url, { op: 'acquire', session: a.session, seq: 1, name: 'metrics/timed', mode: 'exclusive', wait: false });
+  const a = await rpc(url, { op: 'openSession', ttlMs: 30_000 });
+  const b = await rpc(url, { op: 'openSession', ttlMs: 30_000 });
+  const got = await rpc(url, { op: 'acquire', session: a.session, seq: 1, name: 'metrics/timed', mode: 'exclusive', wait: false });
   assert.equal(got.status, 'granted');
-  const queued = await rpc<{ status: string }>(url, { op: 'acquire', session: b.session, seq: 1, name: 'metrics/timed', mode: 'exclusive', wait: true });
+  const queued = await rpc(url, { op: 'acquire', session: b.session, seq: 1, name: 'metrics/timed', mode: 'exclusive', wait: true });
   assert.equal(queued.status, 'queued');
   await rpc(url, { op: 'release', session: a.session, seq: 2, ackedSeq: 1, name: 'metrics/timed', token: got.token });
   const m = await until(async () => {
@@ -101,8 +101,8 @@ test('metrics: the leader times lock waits (queued to granted) and holds (grante
 
 test('metrics: expirations and lock-delays count on every node; followers report no peers', async () => {
   const url = cluster.node(leader).clientUrl;
-  const s = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 600 });
-  const got = await rpc<{ status: string }>(url, { op: 'acquire', session: s.session, seq: 1, name: 'metrics/expiring', mode: 'exclusive', wait: false, lockDelayMs: 200 });
+  const s = await rpc(url, { op: 'openSession', ttlMs: 600 });
+  const got = await rpc(url, { op: 'acquire', session: s.session, seq: 1, name: 'metrics/expiring', mode: 'exclusive', wait: false, lockDelayMs: 200 });
   assert.equal(got.status, 'granted');
   // Nobody keeps the session alive: the leader proposes its expiry after 600 ms.
   const expired = (e: Exposition) => value(e, 'palisade_session_expirations_total') >= 1 && value(e, 'palisade_lock_delays_total') >= 1;

@@ -17,7 +17,7 @@ type Recent = { events: { kind: string; name: string | null; replayed: boolean }
 test('a restarted node marks the events it replays from its log; new ones are not marked', async () => {
   const leader = await cluster.waitForLeader();
   const url = cluster.node(leader).clientUrl;
-  const s = await rpc<{ session: number }>(url, { op: 'openSession', ttlMs: 30_000 });
+  const s = await rpc(url, { op: 'openSession', ttlMs: 30_000 });
   await rpc(url, { op: 'acquire', session: s.session, seq: 1, name: 'replay/before', mode: 'exclusive', wait: false });
   const follower = cluster.nodes.find((n) => n.id !== leader)!;
   const granted = (r: Recent, name: string) => r.events.find((e) => e.kind === 'granted' && e.name === name);

@@ -14,7 +14,6 @@ import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
-import type { MemberInfo } from '../../src/protocol/client-protocol.js';
 import { rpc } from '../../src/protocol/rpc.js';
 import { launchChromium, type Browser } from '../support/chromium.js';
 import { ROOT, freePort, settleAll, TestCluster } from '../support/cluster.js';
@@ -107,7 +106,7 @@ describe('a web page against the cluster npm start runs', { timeout: 120_000 }, 
     nodes = c.nodes;
     procs.push(...(await settleAll(nodes.map((n) => startNode({ id: n.id, configPath: c.configPath, logPath: join(dir, `${n.id}.log`), clientUrl: n.clientUrl })))));
     for (let i = 0; ; i++) {
-      const statuses = await Promise.all(nodes.map((n) => rpc<{ id: string; role: 'leader'; leader: string; term: number }>(n.clientUrl, { op: 'status' }, 1_000).catch(() => null)));
+      const statuses = await Promise.all(nodes.map((n) => rpc(n.clientUrl, { op: 'status' }, 1_000).catch(() => null)));
       if (agreedLeader(statuses) !== null) break;
       if (i > 400) throw new Error('no leader');
       await new Promise((r) => setTimeout(r, 25));
@@ -143,7 +142,7 @@ describe('a web page against the cluster npm start runs', { timeout: 120_000 }, 
       assert.equal(got.client.opened, false, 'the client port opened a websocket for a foreign origin');
       assert.equal(got.peer.opened, false, 'the peer port opened a websocket for a foreign origin');
       // The removal: n3 is still a member, and running.
-      const members = await rpc<MemberInfo[]>(n1.clientUrl, { op: 'members' }, 3_000);
+      const members = await rpc(n1.clientUrl, { op: 'members' }, 3_000);
       assert.deepEqual(members.map((m) => m.id).sort(), ['n1', 'n2', 'n3']);
       assert.ok(procs.every((p) => p.exitCode === null), 'every node still runs');
       // The closes: the session still holds its lock.

@@ -19,7 +19,7 @@ test('a member whose match stands still while the log grows is stalled; one that
 
 test('palisade status prints each node\'s warnings under the table', () => {
   const out = formatStatus([
-    { endpoint: 'ws://x', id: 'n1', role: 'leader', term: 2, leader: 'n1', commitIndex: 9, appliedIndex: 9, members: ['n1', 'n2'], pid: 1, warnings: ['member n2 is not catching up: match 3, 6 entries behind, no progress for 12 s'] },
+    { endpoint: 'ws://x', id: 'n1', role: 'leader', term: 2, leader: 'n1', commitIndex: 9, appliedIndex: 9, members: ['n1', 'n2'], pid: 1, lastIndex: 9, snapshotIndex: 0, sessions: 0, driver: {}, transport: {}, warnings: ['member n2 is not catching up: match 3, 6 entries behind, no progress for 12 s'] },
   ]);
   assert.match(out, /WARNING n1: member n2 is not catching up/);
 });

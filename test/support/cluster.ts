@@ -173,7 +173,7 @@ export class TestCluster {
 
   async status(id: string): Promise<NodeStatus | null> {
     try {
-      return await rpc<NodeStatus>(this.node(id).clientUrl, { op: 'status' }, 1000, this.credentials);
+      return await rpc(this.node(id).clientUrl, { op: 'status' }, 1000, this.credentials);
     } catch {
       return null;
     }

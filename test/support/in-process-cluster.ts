@@ -14,7 +14,9 @@ import { validateConfig, type ClusterConfig } from '../../src/config/cluster-con
 import { MemorySockets } from '../../src/inproc/memory-client-port.js';
 import { MemoryNetwork, type Wire } from '../../src/inproc/memory-network.js';
 import { MemoryDisk, MemoryStore } from '../../src/inproc/memory-store.js';
-import type { NodeStatus, RequestBody } from '../../src/protocol/client-protocol.js';
+import type { NodeStatus, RequestBody, Response } from '../../src/protocol/client-protocol.js';
+import type { Op, ResultOf } from '../../src/protocol/ops.js';
+import { readAnswer } from '../../src/protocol/results.js';
 import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { systemClock, type NodeClock } from '../../src/server/clock.js';
 import { RawClient, type RawSocket } from './raw-client.js';
@@ -207,20 +209,27 @@ export class InProcessCluster {
     return client;
   }
 
-  /** One request to node `id` (or to a client URL), as the CLI's rpc sends it. */
-  rpc<T>(idOrUrl: string, body: RequestBody, timeoutMs = 5_000): Promise<T> {
+  /** One request to node `id` (or to a client URL), as the CLI's rpc sends it, its answer
+   *  read as the CLI reads it (src/protocol/results.ts). */
+  async rpc<O extends Op>(idOrUrl: string, body: RequestBody & { readonly op: O }, timeoutMs = 5_000): Promise<ResultOf<O>> {
+    const answer = readAnswer(body.op, await this.rawRpc(idOrUrl, body, timeoutMs));
+    if (answer.ok) return answer.result;
+    throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
+  }
+
+  /** The response frame to one request, as the node sent it (its result not read). */
+  rawRpc(idOrUrl: string, body: RequestBody, timeoutMs = 5_000): Promise<Response> {
     const url = this.ids.includes(idOrUrl) ? this.url(idOrUrl) : idOrUrl;
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<Response>((resolve, reject) => {
       const ws = new this.sockets.WebSocket(url);
       const timer = setTimeout(() => (ws.close(), reject(new Error(`${url} did not answer within ${timeoutMs} ms`))), timeoutMs);
       ws.addEventListener('open', () => ws.send(encodeFrame({ id: 1, ...body })));
       ws.addEventListener('close', () => (clearTimeout(timer), reject(Object.assign(new Error(`${url} closed the connection`), { code: 'UNAVAILABLE' }))));
       ws.addEventListener('message', (ev) => {
-        const frame = decodeFrame(ev.data as Uint8Array) as { id?: number; ok: boolean; result?: T; error?: { code: string; message: string } };
+        const frame = decodeFrame(ev.data as Uint8Array) as Response;
         if (frame.id !== 1) return;
         clearTimeout(timer);
-        if (frame.ok) resolve(frame.result as T);
-        else reject(Object.assign(new Error(frame.error!.message), { code: frame.error!.code }));
+        resolve(frame);
         ws.close();
       });
     });

@@ -101,7 +101,7 @@ export async function startNode(l: NodeLaunch): Promise<ChildProcess> {
       throw new Error(`node ${l.id} exited at start-up (${p.signalCode ?? `code ${p.exitCode}`}):\n${logTail(l.logPath)}`);
     }
     try {
-      await rpc<NodeStatus>(l.clientUrl, { op: 'status' }, 1_000, l.credentials ?? {});
+      await rpc(l.clientUrl, { op: 'status' }, 1_000, l.credentials ?? {});
       return p;
     } catch (e) {
       lastError = e instanceof Error ? e.message : String(e);

@@ -43,13 +43,13 @@ export async function joinCluster(
   for (let attempt = 0; Date.now() < deadline; attempt++) {
     const url = endpoints[attempt % endpoints.length]!;
     try {
-      const members = await rpc<MemberInfo[]>(url, { op: 'members' }, 3_000, credentials);
+      const members = await rpc(url, { op: 'members' }, 3_000, credentials);
       if (!members.some((m) => m.id === self.id)) {
         await rpc(url, { op: 'addMember', member: self.id, peerUrl: self.peerUrl, clientUrl: self.clientUrl }, 10_000, credentials);
         log.info({ via: url }, 'asked the cluster to add this node as a learner');
         continue; // read the membership again, now with us in it
       }
-      return members;
+      return [...members];
     } catch (e) {
       if (e instanceof RpcError && REFUSED.has(e.code)) {
         const hint = credentials.token === undefined ? 'the cluster requires a token: give an admin token (--token or $PALISADE_TOKEN), or list one with "admin": true in the config\'s auth.tokens' : 'joining needs an admin token (--token or $PALISADE_TOKEN, or the first admin token of the config\'s auth.tokens)';

@@ -3,14 +3,6 @@
 import type { NodeStatus } from '../../protocol/client-protocol.js';
 import type { RaftNode } from '../../raft/index.js';
 
-export type NodeStatusView = NodeStatus & {
-  lastIndex: number;
-  snapshotIndex: number;
-  sessions: number;
-  driver: Record<string, number>;
-  transport: Record<string, number>;
-};
-
 export interface StatusParts {
   readonly id: string;
   readonly raft: RaftNode;
@@ -23,7 +15,7 @@ export interface StatusParts {
   readonly transport: Record<string, number>;
 }
 
-export function nodeStatus(p: StatusParts): NodeStatusView {
+export function nodeStatus(p: StatusParts): NodeStatus {
   const { raft } = p;
   return {
     id: p.id,
