@@ -5,6 +5,7 @@ import type { WorkloadResult } from './lib/messages.js';
 import type { LatencySummary } from './lib/latency.js';
 import { median } from './lib/latency.js';
 import type { OpCost, WindowCost } from './lib/node-sampler.js';
+import { renderTable } from './lib/table.js';
 import type { WorkloadName } from './lib/options.js';
 import { TARGETS } from './targets.js';
 
@@ -212,13 +213,12 @@ function rowsOfResult(o: CaseOutcome): Row[] {
   }
 }
 
-export function renderTable(cases: readonly CaseOutcome[]): string {
-  const rows = [HEADER, ...cases.flatMap(rowsOf)];
+export function renderCases(cases: readonly CaseOutcome[]): string {
   const keys = Object.keys(HEADER) as (keyof Row)[];
-  const width = Object.fromEntries(keys.map((k) => [k, Math.max(...rows.map((r) => r[k].length))])) as Record<keyof Row, number>;
-  const line = (r: Row): string => `| ${keys.map((k) => r[k].padEnd(width[k])).join(' | ')} |`;
-  const rule = `|${keys.map((k) => '-'.repeat(width[k] + 2)).join('|')}|`;
-  return [line(rows[0]!), rule, ...rows.slice(1).map(line)].join('\n');
+  return renderTable(
+    keys.map((k) => HEADER[k]),
+    cases.flatMap(rowsOf).map((r) => keys.map((k) => r[k])),
+  );
 }
 
 /** Write bench-<timestamp>.json and latest.json; returns the first path. */

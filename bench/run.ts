@@ -15,7 +15,7 @@ import { driveFailover } from './failover-driver.js';
 import { epochMs } from './lib/clock.js';
 import { parseOptions, USAGE, type BenchOptions } from './lib/options.js';
 import { planCases, type BenchCase } from './plan.js';
-import { renderTable, writeReport, type CaseOutcome } from './report.js';
+import { renderCases, writeReport, type CaseOutcome } from './report.js';
 import { TARGETS } from './targets.js';
 import { WorkerHost } from './worker-host.js';
 
@@ -120,7 +120,7 @@ async function main(): Promise<number> {
     cases: outcomes,
   });
   console.log('');
-  console.log(renderTable(outcomes));
+  console.log(renderCases(outcomes));
   console.log('');
   console.log(
     `load average ${(m['loadAvgAtStart'] as number[]).map((x) => x.toFixed(2)).join(' ')} at start, ${loadavg().map((x) => x.toFixed(2)).join(' ')} at end ` +
