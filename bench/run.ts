@@ -10,14 +10,13 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { ensureBuilt } from './build-check.js';
-import { BenchCluster, BENCH_LIMITS, CLI, ROOT, projectTiming } from './cluster.js';
-import { driveFailover } from './failover-driver.js';
+import { BENCH_LIMITS, CLI, ROOT, projectTiming } from './cluster.js';
 import { epochMs } from './lib/clock.js';
-import { parseOptions, USAGE, type BenchOptions } from './lib/options.js';
-import { planCases, type BenchCase } from './plan.js';
+import { parseOptions, USAGE } from './lib/options.js';
+import { planCases } from './plan.js';
 import { renderCases, writeReport, type CaseOutcome } from './report.js';
+import { runCase } from './run-case.js';
 import { TARGETS } from './targets.js';
-import { WorkerHost } from './worker-host.js';
 
 const log = (line: string): void => console.log(`[bench] ${line}`);
 
@@ -42,52 +41,6 @@ function machine(): Record<string, unknown> {
   };
 }
 
-async function highestTerm(cluster: BenchCluster): Promise<number> {
-  const all = await Promise.all(cluster.ids.map((id) => cluster.status(id)));
-  return Math.max(0, ...all.map((s) => s?.term ?? 0));
-}
-
-async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
-  const started = epochMs();
-  log(`${c.label}: starting a fresh cluster`);
-  let cluster: BenchCluster;
-  try {
-    cluster = await BenchCluster.launch();
-  } catch (e) {
-    const error = `cluster did not start: ${e instanceof Error ? e.message : String(e)}`;
-    log(`${c.label}: FAILED: ${error}`);
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error, terms: null };
-  }
-  const startTerm = await highestTerm(cluster);
-  let host: WorkerHost | null = null;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const h = new WorkerHost(c.spec(cluster.nodes(), cluster.endpoints), (line) => log(line));
-    host = h;
-    const work = (async () => {
-      if (c.workload === 'failover') await driveFailover(cluster, h, o.tries, log);
-      return h.result();
-    })();
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${o.caseTimeoutMs / 1000} s (--case-timeout)`)), o.caseTimeoutMs);
-    });
-    const result = await Promise.race([work, timeout]);
-    const terms = { start: startTerm, end: await highestTerm(cluster) };
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result, error: null, terms };
-  } catch (e) {
-    const error = e instanceof Error ? e.message : String(e);
-    log(`${c.label}: FAILED: ${error}`);
-    for (const id of cluster.ids) log(`--- ${id} log tail ---\n${cluster.logTail(id, 1_500)}`);
-    host?.kill();
-    const terms = { start: startTerm, end: await highestTerm(cluster) };
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error, terms };
-  } finally {
-    clearTimeout(timer);
-    await cluster.stop({ keepData: o.keepData });
-    if (o.keepData) log(`${c.label}: cluster data kept in ${cluster.dir}`);
-  }
-}
-
 async function main(): Promise<number> {
   const parsed = parseOptions(process.argv.slice(2));
   if (parsed === 'help') {
@@ -104,7 +57,7 @@ async function main(): Promise<number> {
   log(`machine: ${cpus().length} cores, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}${load > cpus().length ? ' (BUSY: the figures will be low)' : ''}`);
   const outcomes: CaseOutcome[] = [];
   for (const c of planCases(o)) {
-    const outcome = await runCase(c, o);
+    const outcome = await runCase(c, o, ROOT, log);
     outcomes.push(outcome);
     log(`${c.label}: done in ${outcome.seconds.toFixed(1)} s`);
   }
