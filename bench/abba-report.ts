@@ -28,7 +28,10 @@ export function renderAbba(r: AbbaReport): string {
   const header = [
     `ABBA: A = ${r.commits.A} (${r.ref}), B = ${r.commits.B} (this working tree); order ${r.order}`,
     `B/A is the ${RATIO}; its spread is the ${SPREAD.replace('over the pairs', `over the ${pairs} pairs`)}.`,
-    `Read a ratio as a change only where the spread stays on one side of ×1 ("pairs" column); nothing here is asserted.`,
+    // Two builds that do not differ still put every pair on the same side of ×1 now and then:
+    // each pair is a coin toss then, so all n agree with probability 2 × 2^-n.
+    `Read a ratio as a change only where the spread stays on one side of ×1 ("pairs" column); with ${pairs} pair${pairs === 1 ? '' : 's'}, ` +
+      `two identical builds still get that ${(100 * 2 ** (1 - pairs)).toFixed(0)} % of the time (more rounds: --rounds). Nothing here is asserted.`,
   ];
   const count = (vs: readonly (number | null)[]): number => vs.filter((v) => v !== null).length;
   const table = renderTable(
