@@ -2,7 +2,10 @@
 # The anchors (../shared/anchors) side by side with Palisade: the same three workloads (u1
 # one client on its own lock, u64 64 clients each on its own lock, c 16 clients on one lock)
 # through each system's own lock API on this machine, one after the other, so that the
-# ratios come from one sitting. Results: one JSON line per test in .anchors/results-*.jsonl.
+# ratios come from one sitting. Results: one JSON line per test in .anchors/results-*.jsonl,
+# and at the end a table of them (bench/anchors-summary.ts): per system and test the rate, the
+# acquire p50, and the CPU µs per cycle of the servers and of the client, with ratios to etcd
+# and ZooKeeper where they ran.
 #
 #   bench/anchors.sh [palisade] [etcd] [zk]        (default: palisade)
 #   DURATION=10 ANCHORS=../shared/anchors bench/anchors.sh palisade etcd
@@ -78,3 +81,4 @@ for s in "${systems[@]}"; do
   esac
 done
 echo "results: $OUT"
+if [ -s "$OUT" ]; then node --import tsx bench/anchors-summary.ts "$OUT"; fi

@@ -39,7 +39,7 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 }
 
-const c = await BenchCluster.launch();
+const c = await BenchCluster.launch(ROOT);
 try {
   const leader = await c.waitForLeader();
   const env = { ...process.env, PALISADE_ENDPOINTS: c.clientUrl(leader).replace(/^ws/, 'http') };

@@ -10,7 +10,7 @@ import { BenchCluster, CLI, ROOT } from './cluster.js';
 const infoAt = process.argv.indexOf('--info');
 const infoFile = infoAt >= 0 ? process.argv[infoAt + 1] : undefined;
 if (!process.argv.includes('--no-build')) ensureBuilt(ROOT, CLI, (line) => console.error(line));
-const cluster = await BenchCluster.launch();
+const cluster = await BenchCluster.launch(ROOT);
 const info = JSON.stringify({ endpoints: cluster.endpoints, pids: cluster.nodes().map((n) => n.pid), dir: cluster.dir });
 if (infoFile) writeFileSync(infoFile, info + '\n');
 console.log(info);

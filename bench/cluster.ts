@@ -1,5 +1,5 @@
-// A fresh 3-node cluster of real `palisade serve` processes (dist/cli/main.js) for one
-// workload: generated config in a temporary folder, distinct free ports, LevelDB with fsync
+// A fresh 3-node cluster of real `palisade serve` processes (dist/cli/main.js of the build
+// under test) for one workload: generated config in a temporary folder, distinct free ports, LevelDB with fsync
 // on, and the Raft timing of the project's cluster.config.json (tick 10 ms, heartbeat 50 ms,
 // election 300 ms). The client-port limits that protect a node from one client address are
 // lifted, because every bench client connects from 127.0.0.1 (see docs/benchmarks.md).
@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/cluster-config.js';
-import { ROOT, freePorts, logTail, settleAll, signalNode, startNode } from '../test/support/node-process.js';
+import { ROOT, cliOf, freePorts, logTail, settleAll, signalNode, startNode } from '../test/support/node-process.js';
 import { epochMs, sleep } from './lib/clock.js';
 import { nodeStatus, type BenchNode, type NodeCounters } from './lib/node-sampler.js';
 
@@ -72,9 +72,15 @@ export class BenchCluster {
     readonly configPath: string,
     private readonly specs: readonly NodeSpec[],
     readonly timing: ClusterTiming,
+    private readonly cli: string,
   ) {}
 
-  static async create(size = 3): Promise<BenchCluster> {
+  /**
+   * `build` is the root of the checkout whose dist/ the nodes run: this one (ROOT), or an
+   * older commit's for `npm run bench -- --abba`. The config is this checkout's either way,
+   * so that two builds are compared under the same settings.
+   */
+  static async create(build: string, size = 3): Promise<BenchCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'palisade-bench-'));
     const ports = await freePorts(2 * size);
     const specs: NodeSpec[] = Array.from({ length: size }, (_, i) => ({
@@ -97,13 +103,13 @@ export class BenchCluster {
     };
     writeFileSync(configPath, JSON.stringify(config, null, 2));
     folders.add(dir);
-    return new BenchCluster(dir, configPath, specs, timing);
+    return new BenchCluster(dir, configPath, specs, timing, cliOf(build));
   }
 
   /** create + startAll, on fresh ports again if a node could not start (a port taken meanwhile). */
-  static async launch(attempts = 3): Promise<BenchCluster> {
+  static async launch(build: string, attempts = 3): Promise<BenchCluster> {
     for (let i = 1; ; i++) {
-      const c = await BenchCluster.create();
+      const c = await BenchCluster.create(build);
       try {
         await c.startAll();
         await c.waitCaughtUp();
@@ -151,7 +157,7 @@ export class BenchCluster {
   /** Start one node on its data directory; resolves once its client port answers. */
   async start(id: string): Promise<void> {
     const spec = this.spec(id);
-    const p = await startNode({ id, configPath: this.configPath, logPath: join(this.dir, `${id}.log`), clientUrl: spec.clientUrl });
+    const p = await startNode({ id, configPath: this.configPath, logPath: join(this.dir, `${id}.log`), clientUrl: spec.clientUrl, cli: this.cli });
     this.procs.set(id, p);
     running.add(p);
     p.once('exit', () => {

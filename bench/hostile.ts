@@ -28,7 +28,7 @@ import WebSocket from 'ws';
 import { decodeFrame, encodeFrame } from '../src/protocol/codec.js';
 import { rpc } from '../src/protocol/rpc.js';
 import type { NodeStatus } from '../src/protocol/client-protocol.js';
-import { ROOT, agreedLeader, freePorts, settleAll, signalNode, startNode } from '../test/support/node-process.js';
+import { ROOT, agreedLeader, cliOf, freePorts, settleAll, signalNode, startNode } from '../test/support/node-process.js';
 import { RawClient } from '../test/support/raw-client.js';
 
 const args = process.argv.slice(2);
@@ -39,7 +39,7 @@ const opt = (name: string): string | undefined => {
 const root = resolve(opt('root') ?? ROOT);
 const label = opt('label') ?? (root === ROOT ? 'this build' : root);
 const only = new Set((opt('only') ?? 'watch,sessions,logs,ledger').split(','));
-const cli = join(root, 'dist/cli/main.js');
+const cli = cliOf(root);
 const TOKEN = 'hostile-bench-token-0123456789abcdef';
 
 interface Node {

@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'node:http';
 import { RawClient } from '../test/support/raw-client.js';
-import { BenchCluster } from './cluster.js';
+import { BenchCluster, ROOT } from './cluster.js';
 
 const cycles = Number(process.argv[2] ?? 300);
 
@@ -29,7 +29,7 @@ function post(base: string, path: string, body: unknown): Promise<any> { // esli
   });
 }
 
-const c = await BenchCluster.launch();
+const c = await BenchCluster.launch(ROOT);
 try {
   const leader = await c.waitForLeader();
   const url = c.clientUrl(leader);

@@ -1,12 +1,16 @@
 // One table for the whole run, and the same figures as JSON.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AbbaReport } from './abba-report.js';
 import type { WorkloadResult } from './lib/messages.js';
 import type { LatencySummary } from './lib/latency.js';
 import { median } from './lib/latency.js';
 import type { OpCost, WindowCost } from './lib/node-sampler.js';
+import { figure, int } from './lib/format.js';
+import { renderTable } from './lib/table.js';
 import type { WorkloadName } from './lib/options.js';
 import { TARGETS } from './targets.js';
+import { recoveries } from './figures.js';
 
 export interface CaseOutcome {
   readonly workload: WorkloadName;
@@ -27,7 +31,9 @@ export interface BenchReport {
   readonly machine: Readonly<Record<string, unknown>>;
   readonly cluster: Readonly<Record<string, unknown>>;
   readonly targets: typeof TARGETS;
+  /** Empty for an ABBA comparison, whose runs are under `abba.runs`. */
   readonly cases: readonly CaseOutcome[];
+  readonly abba?: AbbaReport;
 }
 
 interface Row {
@@ -56,8 +62,7 @@ const HEADER: Row = {
   checks: 'checks',
 };
 
-const int = (n: number): string => Math.round(n).toLocaleString('en-US');
-const ms = (n: number | null | undefined): string => (n == null ? '' : n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : int(n));
+const ms = figure;
 const ratio = (n: number | null | undefined, d = 2): string => (n == null ? '' : n.toFixed(d));
 const mb = (b: number | null): string => (b === null ? '?' : `${(b / 2 ** 20).toFixed(0)} MB`);
 const times = (x: number, target: number): string => `×${(x / target).toFixed(2)}`;
@@ -190,14 +195,13 @@ function rowsOfResult(o: CaseOutcome): Row[] {
     }
     case 'failover': {
       const row = (event: 'kill' | 'transfer', name: string, target: string): Row => {
-        const tries = r.tries.filter((t) => t.event === event);
-        const ok = tries.map((t) => t.firstAcquireMs).filter((x): x is number => x !== null);
+        const { tries, ms: ok } = recoveries(r, event);
         const med = median(ok);
-        const missed = tries.length - ok.length;
+        const missed = tries - ok.length;
         return {
           ...blank,
           workload: name,
-          figure: med === null ? 'no recovery' : `median ${ms(med)} ms over ${tries.length}`,
+          figure: med === null ? 'no recovery' : `median ${ms(med)} ms over ${tries}`,
           p50: ms(med),
           max: ok.length ? ms(Math.max(...ok)) : '',
           target,
@@ -212,22 +216,23 @@ function rowsOfResult(o: CaseOutcome): Row[] {
   }
 }
 
-export function renderTable(cases: readonly CaseOutcome[]): string {
-  const rows = [HEADER, ...cases.flatMap(rowsOf)];
+export function renderCases(cases: readonly CaseOutcome[]): string {
   const keys = Object.keys(HEADER) as (keyof Row)[];
-  const width = Object.fromEntries(keys.map((k) => [k, Math.max(...rows.map((r) => r[k].length))])) as Record<keyof Row, number>;
-  const line = (r: Row): string => `| ${keys.map((k) => r[k].padEnd(width[k])).join(' | ')} |`;
-  const rule = `|${keys.map((k) => '-'.repeat(width[k] + 2)).join('|')}|`;
-  return [line(rows[0]!), rule, ...rows.slice(1).map(line)].join('\n');
+  return renderTable(
+    keys.map((k) => HEADER[k]),
+    cases.flatMap(rowsOf).map((r) => keys.map((k) => r[k])),
+  );
 }
 
-/** Write bench-<timestamp>.json and latest.json; returns the first path. */
+/** Write bench-<timestamp>.json and latest.json (an ABBA comparison: abba-<timestamp>.json and
+ *  abba-latest.json, so that latest.json stays a plain run's); returns the first path. */
 export function writeReport(dir: string, report: BenchReport): string {
   mkdirSync(dir, { recursive: true });
   const stamp = report.startedAt.replace(/[:.]/g, '-');
-  const path = join(dir, `bench-${stamp}.json`);
+  const [name, latest] = report.abba ? ['abba', 'abba-latest'] : ['bench', 'latest'];
+  const path = join(dir, `${name}-${stamp}.json`);
   const text = JSON.stringify(report, null, 2) + '\n';
   writeFileSync(path, text);
-  writeFileSync(join(dir, 'latest.json'), text);
+  writeFileSync(join(dir, `${latest}.json`), text);
   return path;
 }

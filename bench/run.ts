@@ -1,33 +1,28 @@
-// npm run bench [-- --quick] [--only uncontended,contended] [--duration S] ...
+// npm run bench [-- --quick] [--only uncontended,contended] [--duration S] [--abba [REF]] ...
 //
 // For each figure: a fresh 3-node cluster of real `palisade serve` processes (bench/cluster.ts),
 // a separate client process running the workload through the public SDK or the raw protocol
 // (bench/worker.ts), a fixed window after a warm-up, and the nodes' own counters and CPU at
 // the window's edges. Prints one table and writes the same figures as JSON to
-// bench/results/bench-<timestamp>.json and bench/results/latest.json. docs/benchmarks.md
-// says what each workload measures.
-import { execFileSync } from 'node:child_process';
+// bench/results/bench-<timestamp>.json and bench/results/latest.json. With --abba, the same
+// figures for another commit's build and this one alternately (bench/abba.ts), compared in
+// a table of ratios, written to bench/results/abba-<timestamp>.json and abba-latest.json.
+// docs/benchmarks.md says what each workload measures.
 import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
+import { runAbba } from './abba.js';
+import { renderAbba, type AbbaReport } from './abba-report.js';
 import { ensureBuilt } from './build-check.js';
-import { BenchCluster, BENCH_LIMITS, CLI, ROOT, projectTiming } from './cluster.js';
-import { driveFailover } from './failover-driver.js';
+import { BENCH_LIMITS, CLI, ROOT, projectTiming } from './cluster.js';
 import { epochMs } from './lib/clock.js';
+import { gitOrNull } from './lib/git.js';
 import { parseOptions, USAGE, type BenchOptions } from './lib/options.js';
-import { planCases, type BenchCase } from './plan.js';
-import { renderTable, writeReport, type CaseOutcome } from './report.js';
+import { planCases } from './plan.js';
+import { renderCases, writeReport, type CaseOutcome } from './report.js';
+import { runCase } from './run-case.js';
 import { TARGETS } from './targets.js';
-import { WorkerHost } from './worker-host.js';
 
 const log = (line: string): void => console.log(`[bench] ${line}`);
-
-function git(args: string[]): string | null {
-  try {
-    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return null;
-  }
-}
 
 function machine(): Record<string, unknown> {
   return {
@@ -36,56 +31,21 @@ function machine(): Record<string, unknown> {
     memoryBytes: totalmem(),
     node: process.version,
     loadAvgAtStart: loadavg(),
-    commit: git(['rev-parse', '--short', 'HEAD']),
+    commit: gitOrNull(ROOT, ['rev-parse', '--short', 'HEAD']),
     // Uncommitted changes to the product's source: the figures are of the working tree.
-    srcModified: (git(['status', '--porcelain', '--', 'src']) ?? '').split('\n').filter(Boolean).length,
+    srcModified: (gitOrNull(ROOT, ['status', '--porcelain', '--', 'src']) ?? '').split('\n').filter(Boolean).length,
   };
 }
 
-async function highestTerm(cluster: BenchCluster): Promise<number> {
-  const all = await Promise.all(cluster.ids.map((id) => cluster.status(id)));
-  return Math.max(0, ...all.map((s) => s?.term ?? 0));
-}
-
-async function runCase(c: BenchCase, o: BenchOptions): Promise<CaseOutcome> {
-  const started = epochMs();
-  log(`${c.label}: starting a fresh cluster`);
-  let cluster: BenchCluster;
-  try {
-    cluster = await BenchCluster.launch();
-  } catch (e) {
-    const error = `cluster did not start: ${e instanceof Error ? e.message : String(e)}`;
-    log(`${c.label}: FAILED: ${error}`);
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error, terms: null };
+/** Every case once, on this checkout's build. */
+async function plainRun(o: BenchOptions): Promise<CaseOutcome[]> {
+  const outcomes: CaseOutcome[] = [];
+  for (const c of planCases(o)) {
+    const outcome = await runCase(c, o, ROOT, log);
+    outcomes.push(outcome);
+    log(`${c.label}: done in ${outcome.seconds.toFixed(1)} s`);
   }
-  const startTerm = await highestTerm(cluster);
-  let host: WorkerHost | null = null;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const h = new WorkerHost(c.spec(cluster.nodes(), cluster.endpoints), (line) => log(line));
-    host = h;
-    const work = (async () => {
-      if (c.workload === 'failover') await driveFailover(cluster, h, o.tries, log);
-      return h.result();
-    })();
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${o.caseTimeoutMs / 1000} s (--case-timeout)`)), o.caseTimeoutMs);
-    });
-    const result = await Promise.race([work, timeout]);
-    const terms = { start: startTerm, end: await highestTerm(cluster) };
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result, error: null, terms };
-  } catch (e) {
-    const error = e instanceof Error ? e.message : String(e);
-    log(`${c.label}: FAILED: ${error}`);
-    for (const id of cluster.ids) log(`--- ${id} log tail ---\n${cluster.logTail(id, 1_500)}`);
-    host?.kill();
-    const terms = { start: startTerm, end: await highestTerm(cluster) };
-    return { workload: c.workload, label: c.label, seconds: (epochMs() - started) / 1000, result: null, error, terms };
-  } finally {
-    clearTimeout(timer);
-    await cluster.stop({ keepData: o.keepData });
-    if (o.keepData) log(`${c.label}: cluster data kept in ${cluster.dir}`);
-  }
+  return outcomes;
 }
 
 async function main(): Promise<number> {
@@ -100,13 +60,16 @@ async function main(): Promise<number> {
   const t0 = epochMs();
   const m = machine();
   const load = loadavg()[0]!;
+  const commit = `${String(m['commit'])}${m['srcModified'] ? ` + ${String(m['srcModified'])} modified files in src/` : ''}`;
   log(`${o.quick ? 'quick' : 'full'} run: ${o.only.join(', ')}; window ${o.durationMs / 1000} s after ${o.warmupMs / 1000} s warm-up`);
   log(`machine: ${cpus().length} cores, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}${load > cpus().length ? ' (BUSY: the figures will be low)' : ''}`);
-  const outcomes: CaseOutcome[] = [];
-  for (const c of planCases(o)) {
-    const outcome = await runCase(c, o);
-    outcomes.push(outcome);
-    log(`${c.label}: done in ${outcome.seconds.toFixed(1)} s`);
+  let cases: CaseOutcome[] = [];
+  let abba: AbbaReport | undefined;
+  if (o.abba) {
+    log(`ABBA: ${o.abba.ref} (A) against this working tree (B), ${o.abba.rounds} round${o.abba.rounds === 1 ? '' : 's'}`);
+    abba = await runAbba(planCases(o), o, o.abba, commit, log);
+  } else {
+    cases = await plainRun(o);
   }
   const wallSeconds = (epochMs() - t0) / 1000;
   const path = writeReport(resolve(ROOT, o.outDir), {
@@ -117,17 +80,21 @@ async function main(): Promise<number> {
     machine: { ...m, loadAvgAtEnd: loadavg() },
     cluster: { nodes: 3, fsync: true, ...projectTiming(), limits: BENCH_LIMITS },
     targets: TARGETS,
-    cases: outcomes,
+    cases,
+    ...(abba ? { abba } : {}),
   });
   console.log('');
-  console.log(renderTable(outcomes));
+  console.log(abba ? renderAbba(abba) : renderCases(cases));
   console.log('');
   console.log(
     `load average ${(m['loadAvgAtStart'] as number[]).map((x) => x.toFixed(2)).join(' ')} at start, ${loadavg().map((x) => x.toFixed(2)).join(' ')} at end ` +
-      `(${cpus().length} cores); commit ${String(m['commit'])}${m['srcModified'] ? ` + ${String(m['srcModified'])} modified files in src/` : ''}`,
+      `(${cpus().length} cores); commit ${commit}`,
   );
   console.log(`wall time ${wallSeconds.toFixed(0)} s; JSON: ${path}`);
-  return outcomes.some((x) => x.error !== null) ? 1 : 0;
+  // Figures, however bad, and an ABBA ratio, however far from ×1, never fail the run; a
+  // figure that could not be produced at all does.
+  const all = abba ? abba.runs.flatMap((r) => r.cases) : cases;
+  return all.some((x) => x.error !== null) ? 1 : 0;
 }
 
 main().then(

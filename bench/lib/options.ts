@@ -24,7 +24,18 @@ export interface BenchOptions {
   readonly keepData: boolean;
   /** A case that has not finished by then is stopped and reported as failed. */
   readonly caseTimeoutMs: number;
+  /** Compare another commit's build (A) with this working tree's (B), or null for a plain run. */
+  readonly abba: AbbaOptions | null;
 }
+
+export interface AbbaOptions {
+  /** The commit whose build is A: anything `git rev-parse` takes. */
+  readonly ref: string;
+  /** Each round runs A B B A. */
+  readonly rounds: number;
+}
+
+export const ABBA_DEFAULT_REF = 'HEAD~1';
 
 export const USAGE = `npm run bench -- [options]
   --quick              every workload for about a second, scaled-down sessions and memory
@@ -40,7 +51,11 @@ export const USAGE = `npm run bench -- [options]
   --out DIR            where the JSON goes (default bench/results)
   --no-build           use dist/ as it is (by default it is rebuilt when src/ is newer)
   --keep-data          keep each cluster's folder (logs, LevelDB) and print where it is
-  --case-timeout S     give up on a figure after this long (default 600, quick 240)`;
+  --case-timeout S     give up on a figure after this long (default 600, quick 240)
+  --abba [REF]         compare REF's build (A, default ${ABBA_DEFAULT_REF}) with this working tree's (B): the
+                       chosen figures run A B B A, each on fresh clusters, and the table gives each
+                       side's median, B/A and its spread over neighbouring A,B pairs; never fails on a slowdown
+  --rounds N           ABBA rounds (default 2: A B B A A B B A)`;
 
 function list(v: string | undefined): string[] | undefined {
   return v === undefined ? undefined : v.split(',').map((x) => x.trim()).filter(Boolean);
@@ -54,9 +69,30 @@ function numbers(v: string | undefined, what: string): number[] | undefined {
   return out;
 }
 
+/** `--abba` takes its REF only when one follows (`--abba --quick` is HEAD~1), which parseArgs
+ *  cannot say: it is taken out of argv here. */
+function takeAbba(argv: readonly string[]): { readonly rest: string[]; readonly ref: string | null } {
+  const rest: string[] = [];
+  let ref: string | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a !== '--abba' && !a.startsWith('--abba=')) {
+      rest.push(a);
+      continue;
+    }
+    if (ref !== null) throw new Error('--abba: given twice');
+    if (a.startsWith('--abba=')) ref = a.slice('--abba='.length);
+    else if (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('-')) ref = argv[++i]!;
+    else ref = ABBA_DEFAULT_REF;
+    if (ref === '') throw new Error('--abba=: expected a commit');
+  }
+  return { rest, ref };
+}
+
 export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
+  const abba = takeAbba(argv);
   const { values } = parseArgs({
-    args: [...argv],
+    args: abba.rest,
     options: {
       quick: { type: 'boolean', default: false },
       only: { type: 'string' },
@@ -72,6 +108,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
       'no-build': { type: 'boolean', default: false },
       'keep-data': { type: 'boolean', default: false },
       'case-timeout': { type: 'string' },
+      rounds: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -89,6 +126,9 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
   const sessionsAt = values['sessions-at'];
   if (sessionsAt !== 'all' && sessionsAt !== 'leader') throw new Error(`--sessions-at: expected all or leader, got "${sessionsAt}"`);
   const locks = numbers(values.locks, '--locks')?.[0] ?? (quick ? 10_000 : 100_000);
+  const rounds = numbers(values.rounds, '--rounds')?.[0] ?? 2;
+  if (!Number.isInteger(rounds)) throw new Error(`--rounds: expected a whole number, got "${values.rounds}"`);
+  if (values.rounds !== undefined && abba.ref === null) throw new Error('--rounds: only with --abba');
   return {
     quick,
     only: WORKLOADS.filter((w) => only.includes(w)),
@@ -106,5 +146,6 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     build: !(values['no-build'] ?? false),
     keepData: values['keep-data'] ?? false,
     caseTimeoutMs: seconds(values['case-timeout'], quick ? 240 : 600, '--case-timeout'),
+    abba: abba.ref === null ? null : { ref: abba.ref, rounds },
   };
 }

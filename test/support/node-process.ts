@@ -13,8 +13,12 @@ import { claimPort, releasePort } from './port-claims.js';
 import './exit-on-sigterm.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
-/** The built entry point (`npm run build`): the nodes run what a user runs. */
-export const CLI = join(ROOT, 'dist/cli/main.js');
+/** The built entry point of the checkout at `root` (its `npm run build`): the nodes run what a user runs. */
+export function cliOf(root: string): string {
+  return join(root, 'dist/cli/main.js');
+}
+/** This checkout's built entry point. */
+export const CLI = cliOf(ROOT);
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
