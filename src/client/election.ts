@@ -105,12 +105,33 @@ export class Leadership extends LeaseHandle {
     const unlisten = watch.listen((state, index) => {
       // Events up to our own election are history; later ones, and reads, are news.
       if (index !== null && index <= token) return;
-      if (state.leader !== session.id || state.token !== token) this.markLost('another leader took over');
+      if (state.leader === session.id && state.token === token) return;
+      // An event after our election is the cluster's word. A read is one node's view, and a
+      // node behind the log (a follower that has not applied our election yet, answering the
+      // observe renewed after a reconnect) reads as if we never led: the cluster is asked
+      // before the leadership is given up. Waiting is safe: while our session lives, only a
+      // resign of ours ends the leadership, and the session's end is told on its own path
+      // (sessionExpired, the safe deadline).
+      if (index !== null) this.markLost('another leader took over');
+      else void this.confirmLost(session);
     });
     this.unwatch = () => {
       unlisten();
       hub.release(watch);
     };
+  }
+
+  /** Gives the leadership up if a linearizable read says someone else leads; a read that
+   *  fails decides nothing (the next event or read, or the session's end, will). */
+  private async confirmLost(session: Session): Promise<void> {
+    if (this.signal.aborted) return;
+    let state: ElectionLeader;
+    try {
+      state = await this.core.link.call(() => ({ op: 'leader', election: this.election }), { deadline: defaultDeadline(this.core), signal: session.signal });
+    } catch {
+      return;
+    }
+    if (state.leader !== session.id || state.token !== this.token) this.markLost('another leader took over');
   }
 
   /** The value this leader last proclaimed. */

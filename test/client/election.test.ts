@@ -111,6 +111,36 @@ test('leadership is lost with its session', async (t) => {
   assert.throws(() => leadership.assertHeld(), LockLostError);
 });
 
+test('a stale read of the election (a node behind the log) does not take a leadership away', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const a = await cluster.client({ endpoints: [cluster.urls[0]!, cluster.urls[1]!] });
+  const leadership = await a.election('stale').campaign('v');
+  // n2 has not applied the campaign yet: its observe answers the election as it was before.
+  const stale = { ok: true as const, result: { election: 'stale', leader: null, value: null, token: null } };
+  cluster.nodes[1]!.intercept = (req) => (req.op === 'observe' ? stale : undefined);
+  const observesBefore = cluster.requests('observe').length;
+  cluster.nodes[0]!.dropConnections();
+  await until(() => cluster.requests('observe').length > observesBefore, 'observe renewed on the other node');
+  await settle();
+  assert.equal(leadership.held, true, 'one node\'s stale view is no news of the cluster');
+  assert.ok(cluster.requests('leader').length > 0, 'the cluster was asked before deciding');
+  // The cluster's own word still takes it away: the session ends, the leadership goes.
+  cluster.expire(a.sessionId!);
+  await until(() => leadership.signal.aborted, 'lost with its session');
+});
+
+test('a read that the cluster confirms takes the leadership away', async (t) => {
+  const cluster = await FakeCluster.forTest(t, 2);
+  const a = await cluster.client({ endpoints: [cluster.urls[0]!, cluster.urls[1]!] });
+  const leadership = await a.election('gone').campaign('v');
+  // Every node says someone else leads now (as after a revoke whose event this client missed).
+  const other = { ok: true as const, result: { election: 'gone', leader: 999, value: 'x', token: leadership.token + 5 } };
+  for (const n of cluster.nodes) n.intercept = (req) => (req.op === 'observe' || req.op === 'leader' ? other : undefined);
+  cluster.nodes[0]!.dropConnections();
+  await until(() => leadership.signal.aborted, 'lost on the cluster\'s word');
+  assert.throws(() => leadership.assertHeld(), LockLostError);
+});
+
 test('an aborted campaign leaves the queue', async (t) => {
   const cluster = await FakeCluster.forTest(t);
   const a = await cluster.client();
