@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { TestCluster } from '../support/cluster.js';
-import { WireClient } from './wire-client.js';
+import { WireClient } from '../support/wire-client.js';
 
 const CLUSTER_CAP = 100;
 

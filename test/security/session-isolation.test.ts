@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { TestCluster } from '../support/cluster.js';
 import type { Reply } from '../support/raw-client.js';
-import { WireClient } from './wire-client.js';
+import { WireClient } from '../support/wire-client.js';
 import { SCOPED_TOKENS, scopedAuthConfig } from '../support/scoped-tokens.js';
 
 const TOKENS = SCOPED_TOKENS;
