@@ -2,7 +2,7 @@
 // elected (forwarding.ts). A request whose client closed its connection meanwhile (the SDK
 // moved to the new leader, or gave up at its deadline and withdrew the request there) must
 // not be forwarded later: applied after the client's retry or withdrawal, it would change
-// state nobody waits for. Real processes: the follower learns of the kill from its sockets.
+// state nobody waits for. The follower learns of the kill as its links to the crashed node drop.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from '../support/cluster.js';

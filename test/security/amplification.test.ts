@@ -13,7 +13,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestCluster } from '../support/cluster.js';
-import { WireClient } from './wire-client.js';
+import { WireClient } from '../support/wire-client.js';
 import { assertLeaderKept, authCluster, eventLoopMaxMs, peakRssMb, quantile, runFlood } from './measure.js';
 import { DEFAULT_CLIENT_LIMITS } from '../../src/config/defaults.js';
 

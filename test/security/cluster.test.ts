@@ -11,7 +11,7 @@ import { PeerTransport } from '../../src/transport/peer.js';
 import { loadTlsMaterial } from '../../src/transport/tls.js';
 import { CLI, TestCluster, sleep, until } from '../support/cluster.js';
 import { makePki, type TestPki } from './certs.js';
-import { WireClient } from './wire-client.js';
+import { WireClient } from '../support/wire-client.js';
 
 const TOKENS = {
   full: 'full-access-token-0123456789',

@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { decodeFrame, encodeFrame } from '../../src/protocol/codec.js';
 import { TestCluster } from '../support/cluster.js';
 import { makePki, type CertFiles, type TestPki } from './certs.js';
-import { WireClient } from './wire-client.js';
+import { WireClient } from '../support/wire-client.js';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', mallory: 'mallory-token-0123456789abcdef' };
 

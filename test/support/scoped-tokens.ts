@@ -6,7 +6,7 @@ export const SCOPED_TOKENS = {
   ops: 'admin-token-for-ops-0123456789',
 } as const;
 
-/** `extraConfig` of a TestCluster whose clients present SCOPED_TOKENS. */
+/** The config sections (`extraConfig`, `config`) of a cluster whose clients present SCOPED_TOKENS. */
 export function scopedAuthConfig(): Record<string, unknown> {
   return {
     auth: {

@@ -1,25 +1,27 @@
 // Per-connection and cluster-wide bounds on sessions and subscriptions (issue 18, findings
-// 7 and 9), against a real node: pipelined opens cannot get past the per-connection limit
-// (sessions are counted when requested, not when answered), the cluster-wide session cap
-// is enforced by the lock machine, and watches/observes per connection are bounded.
+// 7 and 9), against an in-process node (the gate counts them, whatever the transport):
+// pipelined opens cannot get past the per-connection limit (sessions are counted when
+// requested, not when answered), the cluster-wide session cap is enforced by the lock
+// machine, and watches/observes per connection are bounded.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { TestCluster } from '../support/cluster.js';
-import { WireClient } from './wire-client.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
 
 const CLUSTER_CAP = 100;
 
 describe('session and watch bounds', () => {
-  let c: TestCluster;
+  let c: InProcessCluster;
   let url: string;
 
   before(async () => {
-    c = await TestCluster.started({
+    c = await InProcessCluster.start({
       nodes: 1,
-      sessions: { maxSessions: CLUSTER_CAP },
       // The per-address session bound (by default half the cluster's cap here) is raised out
       // of the way: these tests are about the per-connection and cluster-wide ones.
-      extraConfig: { limits: { maxSessionsPerConnection: 64, maxWatchesPerConnection: 50, requestsPerSecond: 0, maxSessionsPerAddress: 10_000 } },
+      config: {
+        sessions: { maxSessions: CLUSTER_CAP },
+        limits: { maxSessionsPerConnection: 64, maxWatchesPerConnection: 50, requestsPerSecond: 0, maxSessionsPerAddress: 10_000 },
+      },
     });
     url = c.endpoints[0]!;
   });
@@ -29,7 +31,7 @@ describe('session and watch bounds', () => {
   });
 
   test('1,000 pipelined opens on one connection with a limit of 64: exactly 64 succeed', async () => {
-    const conn = await WireClient.connect(url);
+    const conn = await c.wireClient(url);
     try {
       const replies = await Promise.all(Array.from({ length: 1000 }, () => conn.fire({ op: 'openSession', ttlMs: 60_000 })));
       const ok = replies.filter((r) => r.ok);
@@ -46,7 +48,7 @@ describe('session and watch bounds', () => {
   });
 
   test('the cluster-wide cap (sessions.maxSessions) holds across connections', async () => {
-    const conns = await Promise.all(Array.from({ length: 3 }, () => WireClient.connect(url)));
+    const conns = await Promise.all(Array.from({ length: 3 }, () => c.wireClient(url)));
     try {
       const open = (await c.status('n1')) as unknown as { sessions: number };
       const replies = (await Promise.all(conns.map((conn) => Promise.all(Array.from({ length: 64 }, () => conn.fire({ op: 'openSession', ttlMs: 60_000 })))))).flat();
@@ -60,7 +62,7 @@ describe('session and watch bounds', () => {
   });
 
   test('watches and observes per connection are bounded; an over-long prefix is refused; unwatch makes room', async () => {
-    const conn = await WireClient.connect(url);
+    const conn = await c.wireClient(url);
     try {
       const replies = await Promise.all(
         Array.from({ length: 200 }, (_, i) => conn.fire(i % 2 === 0 ? { op: 'watch', prefix: `p${i}/` } : { op: 'observe', election: `e${i}` })),

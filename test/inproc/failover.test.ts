@@ -1,30 +1,29 @@
-// Failover with real processes: a killed leader's clients reach the new leader at the
-// cluster's pace. Its followers still name the dead leader until the election; they must
-// keep a client's requests until the next leader is elected (forwarding.ts), not send the
-// client back to the dead node again and again with growing backoff.
+// Failover: a killed leader's clients reach the new leader at the cluster's pace. Its
+// followers still name the dead leader until the election; they must keep a client's
+// requests until the next leader is elected (forwarding.ts), not send the client back to the
+// dead node again and again with growing backoff. A crashed in-process node's connections
+// close at once, as a killed process's sockets do.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
-import { TestCluster } from '../support/cluster.js';
-import { LockClient } from '../../src/client/index.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
 
 describe('a killed leader', () => {
-  let c: TestCluster;
+  let c: InProcessCluster;
   before(async () => {
-    c = await TestCluster.started();
+    c = await InProcessCluster.start();
   });
   after(() => c?.stop());
 
   test('its client is served by the next leader without being sent back to the dead node', async () => {
     const leader = await c.waitForLeader();
     const dials: string[] = [];
-    class CountingWebSocket extends WebSocket {
+    class CountingWebSocket extends c.sockets.WebSocket {
       constructor(url: string) {
         super(url);
         dials.push(url);
       }
     }
-    const client = await LockClient.connect({ endpoints: [c.node(leader).clientUrl], ttlMs: 10_000, WebSocket: CountingWebSocket });
+    const client = await c.client({ endpoints: [c.node(leader).clientUrl], ttlMs: 10_000, WebSocket: CountingWebSocket });
     try {
       await client.put('failover/warm', 'v');
       assert.equal(client.connectedUrl, c.node(leader).clientUrl);

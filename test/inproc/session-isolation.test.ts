@@ -1,13 +1,13 @@
-// Sessions belong to the token that opened them (issue 18, findings 3-5), against a real
-// 3-node cluster with tokens scoped to disjoint prefixes. Session ids are log indexes, so a
+// Sessions belong to the token that opened them (issue 18, findings 3-5), against a 3-node
+// in-process cluster with tokens scoped to disjoint prefixes (the gate and the lock machine
+// decide; the transport only carries the frames). Session ids are log indexes, so a
 // client can guess every one: the probes below are what a `jobs/` token tried against
 // sessions of a `batch/` token. Each fails with a clear error, its refusal names nothing
 // the prober may not see, and the victim's session keeps working.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { TestCluster } from '../support/cluster.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
 import type { Reply } from '../support/raw-client.js';
-import { WireClient } from './wire-client.js';
 import { SCOPED_TOKENS, scopedAuthConfig } from '../support/scoped-tokens.js';
 
 const TOKENS = SCOPED_TOKENS;
@@ -19,14 +19,10 @@ function refused(r: Reply, code: string, what: string): string {
 }
 
 describe('sessions belong to the token that opened them', () => {
-  let c: TestCluster;
+  let c: InProcessCluster;
 
   before(async () => {
-    c = await TestCluster.started({
-      credentials: { token: TOKENS.ops },
-      sessions: { maxSessionsPerToken: 20 },
-      extraConfig: scopedAuthConfig(),
-    });
+    c = await InProcessCluster.start({ config: { sessions: { maxSessionsPerToken: 20 }, ...scopedAuthConfig() } });
   });
 
   after(async () => {
@@ -35,8 +31,8 @@ describe('sessions belong to the token that opened them', () => {
 
   test('another token cannot attach, keep alive, close or write on a session, on any node; the victim keeps it', async () => {
     // The victim on one node, the prober on every node (followers forward to the leader).
-    const batch = await WireClient.authenticated(c.endpoints[0]!, TOKENS.batch);
-    const probers = await Promise.all(c.endpoints.map((u) => WireClient.authenticated(u, TOKENS.jobs)));
+    const batch = await c.wireClient(c.endpoints[0]!, TOKENS.batch);
+    const probers = await Promise.all(c.endpoints.map((u) => c.wireClient(u, TOKENS.jobs)));
     try {
       const idle = await batch.openSession();
       const holding = await batch.openSession();
@@ -80,7 +76,7 @@ describe('sessions belong to the token that opened them', () => {
   });
 
   test('a seq far above the last one is refused, and the session goes on', async () => {
-    const batch = await WireClient.authenticated(c.endpoints[1]!, TOKENS.batch);
+    const batch = await c.wireClient(c.endpoints[1]!, TOKENS.batch);
     try {
       const s = await batch.openSession();
       assert.ok((await batch.call({ op: 'put', session: s, seq: 1, key: 'batch/a', value: new Uint8Array([1]) })).ok);
@@ -96,7 +92,7 @@ describe('sessions belong to the token that opened them', () => {
   });
 
   test('a seq reused for a different command is refused, never answered with the first command\'s result', async () => {
-    const batch = await WireClient.authenticated(c.endpoints[2]!, TOKENS.batch);
+    const batch = await c.wireClient(c.endpoints[2]!, TOKENS.batch);
     try {
       const holder = await batch.openSession();
       const s = await batch.openSession();
@@ -114,8 +110,8 @@ describe('sessions belong to the token that opened them', () => {
   });
 
   test('one token cannot open more than sessions.maxSessionsPerToken; the others still can', async () => {
-    const jobs = await WireClient.authenticated(c.endpoints[1]!, TOKENS.jobs);
-    const batch = await WireClient.authenticated(c.endpoints[0]!, TOKENS.batch);
+    const jobs = await c.wireClient(c.endpoints[1]!, TOKENS.jobs);
+    const batch = await c.wireClient(c.endpoints[0]!, TOKENS.batch);
     try {
       const replies = await Promise.all(Array.from({ length: 30 }, () => jobs.fire({ op: 'openSession', ttlMs: 60_000 })));
       assert.equal(replies.filter((r) => r.ok).length, 20);
@@ -129,8 +125,8 @@ describe('sessions belong to the token that opened them', () => {
   });
 
   test('an admin token may close another token\'s session (eviction), but not use it', async () => {
-    const batch = await WireClient.authenticated(c.endpoints[0]!, TOKENS.batch);
-    const ops = await WireClient.authenticated(c.endpoints[2]!, TOKENS.ops);
+    const batch = await c.wireClient(c.endpoints[0]!, TOKENS.batch);
+    const ops = await c.wireClient(c.endpoints[2]!, TOKENS.ops);
     try {
       const s = await batch.openSession();
       refused(await ops.call({ op: 'keepAlive', session: s }), 'UNKNOWN_SESSION', 'admin keepAlive');

@@ -1,18 +1,17 @@
-// Membership changes and compaction on real processes, under a client that keeps acquiring
-// and releasing: grow 3 -> 5 and shrink back, replace a killed node, catch a node up by
+// Membership changes and compaction on an in-process cluster, under a client that keeps
+// acquiring and releasing: grow 3 -> 5 and shrink back, replace a killed node, catch a node up by
 // snapshot after it was down past compaction, remove the current leader. No acknowledged
 // operation is lost, tokens keep increasing, and the client sees no error.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LockClient } from '../../src/client/index.js';
-import { rpc } from '../../src/protocol/rpc.js';
 import type { NodeStatus, RequestBody } from '../../src/protocol/client-protocol.js';
 import type { Op, ResultOf } from '../../src/protocol/ops.js';
-import { TestCluster, until } from '../support/cluster.js';
+import { until } from '../support/cluster.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
 
-let c: TestCluster;
+let c: InProcessCluster;
 before(async () => {
-  c = await TestCluster.started({ snapshot: { entries: 200, keepTail: 20 } });
+  c = await InProcessCluster.start({ config: { snapshot: { entries: 200, keepTail: 20 } }, keepLogs: true });
 });
 after(() => c?.stop());
 
@@ -22,7 +21,7 @@ async function admin<O extends Op>(body: RequestBody & { readonly op: O }): Prom
   for (let attempt = 0; attempt < 40; attempt++) {
     for (const id of c.procs.keys()) {
       try {
-        return await rpc<O>(c.node(id).clientUrl, body, 10_000);
+        return await c.rpc<O>(id, body, 10_000);
       } catch (e) {
         last = e;
       }
@@ -42,8 +41,8 @@ async function waitVoters(expected: string[]): Promise<void> {
 }
 
 test('the cluster grows, shrinks, replaces nodes and removes its leader while a client keeps working', async () => {
-  const extra = [await c.addNodeSpec('n4'), await c.addNodeSpec('n5'), await c.addNodeSpec('n6')];
-  const client = await LockClient.connect({ endpoints: [...c.endpoints], ttlMs: 10_000 });
+  const extra = [c.addNodeSpec('n4'), c.addNodeSpec('n5'), c.addNodeSpec('n6')];
+  const client = await c.client({ endpoints: [...c.endpoints], ttlMs: 10_000 });
   const tokens: number[] = [];
   const errors: string[] = [];
   let stop = false;

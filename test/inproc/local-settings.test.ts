@@ -12,48 +12,39 @@
 // digests must agree, and each node whose file disagrees with the cluster says so.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { LockClient } from '../../src/client/index.js';
+import type { LockClient } from '../../src/client/index.js';
 import type { NodeStatus } from '../../src/protocol/client-protocol.js';
-import { rpc } from '../../src/protocol/rpc.js';
-import { TestCluster, until } from '../support/cluster.js';
+import { until } from '../support/cluster.js';
+import { InProcessCluster } from '../support/in-process-cluster.js';
 
 const MANY = 8;
 
 describe('nodes whose files disagree on sessions.* apply every entry alike', () => {
-  let c: TestCluster;
-  const clients: LockClient[] = [];
-  const connect = async (url?: string) => {
-    const client = await LockClient.connect({ endpoints: url ? [url] : c.endpoints, ttlMs: 3_000 });
-    clients.push(client);
-    return client;
-  };
-  const get = (id: string, name: string) => rpc(c.node(id).clientUrl, { op: 'get', name }, 5_000);
+  let c: InProcessCluster;
+  const connect = (url?: string): Promise<LockClient> => c.client({ endpoints: url ? [url] : c.endpoints, ttlMs: 3_000 });
+  const get = (id: string, name: string) => c.rpc(id, { op: 'get', name }, 5_000);
   const transferTo = async (id: string) => {
     const leader = await c.waitForLeader();
-    if (leader !== id) await rpc(c.node(leader).clientUrl, { op: 'transferLeader', to: id }, 10_000);
+    if (leader !== id) await c.rpc(leader, { op: 'transferLeader', to: id }, 10_000);
     await until(async () => (await c.waitForLeader()) === id, 10_000, `${id} to lead`);
   };
 
   before(async () => {
-    c = await TestCluster.started({
-      sessions: { lockDelayMs: 4_000, maxSessions: 1_000, minTtlMs: 600 },
-      snapshot: { entries: 25 },
+    c = await InProcessCluster.start({
+      config: { sessions: { lockDelayMs: 4_000, maxSessions: 1_000, minTtlMs: 600 }, snapshot: { entries: 25 } },
       perNode: { n3: { sessions: { lockDelayMs: 0, maxSessions: 6, minTtlMs: 2_000 } } },
     });
   });
-  after(async () => {
-    await Promise.allSettled(clients.map((cl) => cl.close()));
-    await c?.stop();
-  });
+  after(() => c?.stop());
 
   test('one holder, one token and one state on every node, whoever leads', async () => {
     await transferTo('n1');
 
     // A session that expires while holding D, with a waiter: lock-delay decides the entry
     // that grants the waiter, and so the waiter's token.
-    const lease = await rpc(c.node('n1').clientUrl, { op: 'openSession', ttlMs: 2_000 }, 5_000);
-    const first = await rpc(
-      c.node('n1').clientUrl,
+    const lease = await c.rpc('n1', { op: 'openSession', ttlMs: 2_000 }, 5_000);
+    const first = await c.rpc(
+      'n1',
       { op: 'acquire', session: lease.session, seq: 1, name: 'D', mode: 'exclusive', wait: false },
       5_000,
     );
@@ -91,7 +82,7 @@ describe('nodes whose files disagree on sessions.* apply every entry alike', () 
     }
 
     // What the cluster's settings are: the first leader's file seeded them.
-    const settings = await rpc(c.node('n2').clientUrl, { op: 'config' }, 5_000);
+    const settings = await c.rpc('n2', { op: 'config' }, 5_000);
     assert.equal(settings.configured, true, 'the first leader seeded the settings');
     const maxSessions = settings.settings['sessions.maxSessions']!;
     assert.equal(opened.length, Math.min(MANY, maxSessions - 1), `the cluster's maxSessions (${maxSessions}, one taken by D's holder) decided how many opened`);
