@@ -1,6 +1,6 @@
 // docs/internals.md names every source file (its "File map", written by scripts/file-map.mjs):
 // a newcomer finds where a change goes from that page alone, so it must not fall behind. The
-// same page lists which suites start real `palisade` processes, and why (issue 38): a suite
+// same page lists which suites start real `palisade` processes, and why: a suite
 // that starts them without being listed, or a listed path that is gone, fails here.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
