@@ -115,6 +115,8 @@ describe('peer links over TLS', () => {
 });
 
 describe('the client port over TLS', () => {
+  const PORT_STATUS = { id: 'tls-port', role: 'follower', term: 0, leader: null, commitIndex: 0, appliedIndex: 0, members: [], pid: 0 } as const;
+
   async function clientPort(tls: TlsMaterial): Promise<{ url: string; lines: LogLine[] }> {
     const { logger, lines } = captureLogger();
     const server = new ClientServer({
@@ -122,7 +124,8 @@ describe('the client port over TLS', () => {
       port: 0,
       logger,
       tls,
-      onConnection: (conn) => conn.on('request', (req) => conn.send({ id: req.id, ok: true, result: { op: req.op } })),
+      // Answers every request with a status naming this port, as a node's status reads.
+      onConnection: (conn) => conn.on('request', (req) => conn.send({ id: req.id, ok: true, result: PORT_STATUS })),
     });
     const { port } = await server.start();
     running.push(server);
@@ -131,7 +134,7 @@ describe('the client port over TLS', () => {
 
   test('a client that trusts the CA is served; one that does not is refused by its own TLS', async () => {
     const { url } = await clientPort(material('n1', { requireClientCert: false }));
-    assert.deepEqual(await rpc(url, { op: 'status' }, 2000, { ca: pki.read(pki.ca) }), { op: 'status' });
+    assert.deepEqual(await rpc(url, { op: 'status' }, 2000, { ca: pki.read(pki.ca) }), PORT_STATUS);
     await assert.rejects(rpc(url, { op: 'status' }, 2000), (e: unknown) => e instanceof RpcError && /certificate/i.test(e.message));
     await assert.rejects(rpc(url, { op: 'status' }, 2000, { ca: pki.read(pki.rogueCa) }), /certificate/i);
   });
@@ -139,7 +142,7 @@ describe('the client port over TLS', () => {
   test('with requireClientCert, a client certificate from the CA is needed', async () => {
     const { url, lines } = await clientPort(material('n1'));
     const me = pki.issue('client-1');
-    assert.deepEqual(await rpc(url, { op: 'status' }, 2000, { ca: pki.read(pki.ca), cert: pki.read(me.cert), key: pki.read(me.key) }), { op: 'status' });
+    assert.deepEqual(await rpc(url, { op: 'status' }, 2000, { ca: pki.read(pki.ca), cert: pki.read(me.cert), key: pki.read(me.key) }), PORT_STATUS);
     await assert.rejects(rpc(url, { op: 'status' }, 2000, { ca: pki.read(pki.ca) }));
     const rogue = pki.issueRogue('client-2');
     await assert.rejects(rpc(url, { op: 'status' }, 2000, { ca: pki.read(pki.ca), cert: pki.read(rogue.cert), key: pki.read(rogue.key) }));
