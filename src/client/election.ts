@@ -106,11 +106,12 @@ export class Leadership extends LeaseHandle {
       // Events up to our own election are history; later ones, and reads, are news.
       if (index !== null && index <= token) return;
       if (state.leader === session.id && state.token === token) return;
-      // An event after our election is the cluster's word. A read is one node's view, and a
-      // node behind the log (a follower that has not applied our election yet, answering the
-      // observe renewed after a reconnect) reads as if we never led: the cluster is asked
-      // before the leadership is given up. Waiting is safe: while our session lives, only a
-      // resign of ours ends the leadership, and the session's end is told on its own path
+      // An event after our election is the cluster's word. A read may be older than our
+      // election: an observe sent before the campaign was answered can be answered after it
+      // (its read waits for the leader's confirmation; the campaign's commit may not), and
+      // it reads as if we never led. So the cluster is asked again (a read sent now) before
+      // the leadership is given up. Waiting is safe: while our session lives, only a resign
+      // of ours ends the leadership, and the session's end is told on its own path
       // (sessionExpired, the safe deadline).
       if (index !== null) this.markLost('another leader took over');
       else void this.confirmLost(session);
