@@ -4,7 +4,7 @@
 import { pairsSay, type Comparison, type Side } from './lib/abba.js';
 import { figure } from './lib/format.js';
 import { renderTable } from './lib/table.js';
-import type { CaseOutcome } from './report.js';
+import type { CaseOutcome } from './lib/case-outcome.js';
 
 export const RATIO = 'median of B / median of A';
 export const SPREAD = 'lowest-highest B/A over the pairs of neighbouring runs (runs 1-2, 3-4, ...: each an A and a B measured one after the other)';

@@ -1,7 +1,7 @@
 // The headline figures of one case as plain numbers, each with the direction that is better:
 // what `npm run bench -- --abba` compares between two builds. The table (report.ts) shows
 // more; these are the ones a change to the product moves and a reader compares.
-import type { CaseOutcome } from './report.js';
+import type { CaseOutcome } from './lib/case-outcome.js';
 import type { LatencySummary } from './lib/latency.js';
 import { median } from './lib/latency.js';
 import type { OpCost } from './lib/node-sampler.js';

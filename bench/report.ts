@@ -2,26 +2,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AbbaReport } from './abba-report.js';
-import type { WorkloadResult } from './lib/messages.js';
 import type { LatencySummary } from './lib/latency.js';
 import { median } from './lib/latency.js';
 import type { OpCost, WindowCost } from './lib/node-sampler.js';
 import { figure, int } from './lib/format.js';
 import { renderTable } from './lib/table.js';
-import type { WorkloadName } from './lib/options.js';
 import { TARGETS } from './targets.js';
 import { recoveries } from './figures.js';
+import type { CaseOutcome } from './lib/case-outcome.js';
 
-export interface CaseOutcome {
-  readonly workload: WorkloadName;
-  readonly label: string;
-  readonly seconds: number;
-  readonly result: WorkloadResult | null;
-  readonly error: string | null;
-  /** Raft terms when the workload started and ended (highest of the nodes): more than one
-   *  term means leadership moved, which no workload but failover asks for. */
-  readonly terms: { readonly start: number; readonly end: number } | null;
-}
+export type { CaseOutcome };
 
 export interface BenchReport {
   readonly startedAt: string;
