@@ -240,7 +240,8 @@ class Fields {
   list<T>(name: string, item: (f: Fields) => T): T[] {
     const v = this.get(name);
     if (!Array.isArray(v) || v.length > MAX_LIST_ITEMS) this.fail(name, `an array of at most ${MAX_LIST_ITEMS} maps`);
-    return v.map((x, i) => {
+    // Array.from visits holes (as undefined, refused below); map would skip and keep them.
+    return Array.from(v, (x: unknown, i) => {
       if (!isPlainObject(x)) this.fail(`${name}[${i}]`, 'a map');
       return item(new Fields(x, `${this.where}.${name}[${i}]`, this.request));
     });

@@ -127,6 +127,11 @@ describe('parseRequest', () => {
     const proxy = new Proxy({}, { getPrototypeOf: () => { throw new Error('boom'); } });
     expectError(proxy, 'BAD_FRAME', undefined);
     expectError(Object.create({ id: 1, op: 'status' }), 'BAD_FRAME', undefined); // inherited fields do not count
+    // A hole in a list is no item: Array.prototype.map skips holes and keeps them, so a
+    // sparse list once passed the validator and reached the gate with an undefined item
+    // (fuzz seed 732049). No decoder makes one; an in-process caller can.
+    const sparse = [, { target: 'absent', key: 'cfg/b' }];
+    expectError({ id: 7, op: 'txn', session: 1, seq: 2, compare: sparse, success: [] }, 'INVALID_ARGUMENT', 7, /compare\[0\]/);
   });
 
   describe('fuzz', () => {
