@@ -12,7 +12,7 @@ import { RaftDriver, type DriverHooks, type DriverTimers } from '../../src/serve
 
 const enc = new TextEncoder();
 
-function setup(id: string, preVote = false) {
+function setup(id: string, preVote = false, opts: { writesFail?: boolean; fatals?: string[] } = {}) {
   const raft = new RaftNode(
     { id, heartbeatTicks: 1, electionTicks: 10, random: () => 0, preVote },
     { hardState: { term: 1, vote: null, commit: 0 }, conf: { voters: ['a', 'b', 'c'], learners: [] }, entries: [] },
@@ -22,9 +22,10 @@ function setup(id: string, preVote = false) {
   const sent: Message[] = [];
   const storage = {
     save: (w: ReadyWrite) =>
-      new Promise<void>((resolve) => {
+      new Promise<void>((resolve, reject) => {
+        const done = opts.writesFail ? () => reject(new Error('disk gone')) : resolve;
         events.push(`write ${w.entries.length} entries${w.hardState ? `, term ${w.hardState.term} vote ${w.hardState.vote} commit ${w.hardState.commit}` : ''}`);
-        writes.push({ w, done: resolve });
+        writes.push({ w, done });
       }),
   };
   const soon: (() => void)[] = [];
@@ -44,7 +45,8 @@ function setup(id: string, preVote = false) {
     afterAdvance: () => void advances.count++,
     paused: () => {},
     fatal: (err) => {
-      throw err;
+      if (!opts.fatals) throw err;
+      opts.fatals.push(err.message);
     },
   };
   const driver = new RaftDriver(raft, storage, hooks, 10, 100, { error: () => {} }, () => 0, timers);
@@ -194,4 +196,30 @@ test('an apply that throws while a write is in flight, then that write failing t
   for (const r of rejects.splice(0)) r(new Error('write failed'));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(fatals, ['apply failed']);
+});
+
+test('after a failed write the driver writes nothing more, and stop() returns even when work arrived since', async () => {
+  // Found by the in-process membership suite (a node crashed under load never finished its
+  // stop): a message that kicked the driver after its write failed started a second pass, whose
+  // write failed too; that second failure was ignored as "already failed" and left the loop
+  // marked running, so stop() waited for a pass that would never end.
+  const fatals: string[] = [];
+  const { raft, driver, writes, turn, completeWrites } = setup('b', false, { writesFail: true, fatals });
+  raft.step({ type: 'app', from: 'a', to: 'b', term: 2, index: 0, logTerm: 0, commit: 0, entries: [{ term: 2, index: 1, type: 'normal', data: enc.encode('e1') }] });
+  driver.kick();
+  await turn();
+  assert.equal(writes.length, 1);
+  await completeWrites();
+  assert.deepEqual(fatals, ['disk gone']);
+  // More arrives after the failure: the driver takes no new pass, so writes nothing.
+  raft.step({ type: 'app', from: 'a', to: 'b', term: 2, index: 1, logTerm: 2, commit: 1, entries: [{ term: 2, index: 2, type: 'normal', data: enc.encode('e2') }] });
+  driver.kick();
+  await turn();
+  assert.equal(writes.length, 0, 'a failed driver must not write again');
+  let stopped = false;
+  const stopping = driver.stop().then(() => (stopped = true));
+  await completeWrites(); // the commit index a stop keeps, refused by the same disk
+  assert.ok(stopped, 'stop() after a failure must return');
+  await stopping;
+  assert.deepEqual(fatals, ['disk gone'], 'one fatal error');
 });

@@ -137,11 +137,12 @@ export class RaftDriver {
   /** Something changed in the core (step/propose/readIndex): process Readys soon. Several
    *  calls in one event-loop turn collapse into one pass, which is what batches proposals. */
   kick(): void {
-    if (this.scheduled || this.running || this.stopped) return;
+    // A failed driver takes no new pass: its storage can no longer promise durability.
+    if (this.scheduled || this.running || this.stopped || this.failed) return;
     this.scheduled = true;
     this.timers.soon(() => {
       this.scheduled = false;
-      if (this.running || this.stopped) return;
+      if (this.running || this.stopped || this.failed) return;
       this.running = true;
       this.process();
     });
@@ -223,10 +224,11 @@ export class RaftDriver {
    *  only: an apply that threw while a write was in flight may be followed by that write's
    *  own failure. */
   private fail(e: unknown): void {
-    if (this.failed) return;
-    this.failed = true;
+    // The pass has ended either way: stop() waits for exactly this.
     this.running = false;
     for (const w of this.loopWaiters.splice(0)) w();
+    if (this.failed) return;
+    this.failed = true;
     this.log.error({ err: e }, 'raft driver failed');
     this.hooks.fatal(e as Error);
   }
