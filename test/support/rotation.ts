@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LockClient, type Lock, type LockClientOptions } from '../../src/client/index.js';
 import { CLI, ROOT, TestCluster, sleep, until } from './cluster.js';
+import { within } from './within.js';
 import { agreedLeader } from './node-process.js';
 
 const run = promisify(execFile);
@@ -102,7 +103,9 @@ export class DocSteps {
    * reload must be logged as done (not refused) and the cluster healthy again (one leader,
    * no warning on any node: a refused peer link would be one) before the next.
    */
-  async reloadEach(): Promise<void> {
+  /** Reloads each node in turn; with `holder`, waits after each for a fenced write that
+   *  began after the reload to succeed (the cluster serves the holder at every step). */
+  async reloadEach(holder?: Holder): Promise<void> {
     for (const n of this.cluster.nodes) {
       const before = reloadsLogged(this.cluster, n.id);
       const out = await this.run('reload', { node: n.id });
@@ -113,6 +116,7 @@ export class DocSteps {
       }, 10_000, `${n.id} to log its reload`);
       assert.match(out, /n1 .*\n.*n2 .*\n.*n3 /, 'palisade status printed the nodes');
       await healthy(this.cluster);
+      await holder?.nextWrite(`after ${n.id}'s reload`);
     }
   }
 
@@ -153,6 +157,8 @@ export async function healthy(c: TestCluster, ms = 10_000): Promise<void> {
  */
 export class Holder {
   private writes = 0;
+  /** Waiting for a write that begins after they asked (nextWrite). */
+  private waiting: (() => void)[] = [];
   /** The longest a fenced write took (reported, never asserted: tests do not time things). */
   private slowestMs = 0;
   private readonly failures: string[] = [];
@@ -179,17 +185,26 @@ export class Holder {
   }
 
   private async writeAlong(): Promise<void> {
+    let waiting: (() => void)[] = [];
     while (!this.stopped) {
       try {
         const began = performance.now();
+        waiting = this.waiting.splice(0);
         await this.client.put(this.key, `write ${this.writes}`, { fence: this.lock });
         this.slowestMs = Math.max(this.slowestMs, performance.now() - began);
         this.writes += 1;
+        for (const w of waiting) w();
       } catch (e) {
+        this.waiting.unshift(...waiting); // they wait for a write that succeeds
         this.failures.push(`${(e as Error).name}: ${(e as Error).message}`);
       }
       await sleep(200);
     }
+  }
+
+  /** Resolves once a fenced write that began after this call has succeeded. */
+  nextWrite(what: string): Promise<void> {
+    return within(new Promise<void>((resolve) => this.waiting.push(resolve)), 20_000, () => `no fenced write succeeded ${what}: ${JSON.stringify(this.failures)}`);
   }
 
   /** Stops writing; then the lock is still held, its token current, and a last fenced write
