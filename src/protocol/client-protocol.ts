@@ -20,6 +20,9 @@ export const MAX_STRING_BYTES = 4096;
 
 /** The largest frame a node accepts from a client unless configured otherwise. */
 export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+/** Sessions one keepAlives frame may renew: about 9 KB of ids, and one owner check and one
+ *  lease update each, so a frame costs the node a bounded amount like any other. */
+export const MAX_KEEPALIVE_SESSIONS = 1_000;
 
 /** WebSocket close codes a node closes a client connection with (docs/protocol.md). */
 export const CLOSE_CODES = {
@@ -89,6 +92,9 @@ export type Request =
   | { id: number; op: 'openSession'; ttlMs?: number; label?: string }
   | { id: number; op: 'attach'; session: number }
   | { id: number; op: 'keepAlive'; session: number }
+  /** One frame renews many sessions (at most MAX_KEEPALIVE_SESSIONS): for clients that
+   *  multiplex sessions over one connection. */
+  | { id: number; op: 'keepAlives'; sessions: readonly number[] }
   | ({ id: number; op: 'closeSession' } & Sequenced)
   | ({
       id: number;

@@ -54,6 +54,7 @@ export const OP_TABLE = {
   openSession: { write: true, permission: 'read' },
   attach: read,
   keepAlive: read,
+  keepAlives: read,
   closeSession: write,
   acquire: write,
   release: write,
@@ -147,6 +148,9 @@ export interface ResultByOp {
   openSession: SessionResult;
   attach: { readonly ttlMs: number };
   keepAlive: { readonly ttlMs: number };
+  /** Each named session's TTL, in the request's order; null for a session that is not open
+   *  (never opened, closed, expired, or another token's). */
+  keepAlives: { readonly ttls: readonly (number | null)[] };
   closeSession: Indexed;
   acquire: AcquireResult;
   release: Indexed;

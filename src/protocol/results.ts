@@ -94,6 +94,10 @@ function list<T>(r: Fields, k: string, each: (v: unknown) => T): T[] {
   if (!Array.isArray(x)) throw new Malformed(`${k} is not a list`);
   return x.map(each);
 }
+function numberOrNull(x: unknown): number | null {
+  if (x !== null && typeof x !== 'number') throw new Malformed('a list item is neither a number nor null');
+  return x;
+}
 function numOrNull(r: Fields, k: string): number | null {
   return typeof r[k] === 'number' ? (r[k] as number) : null;
 }
@@ -271,6 +275,7 @@ export const RESULT_PARSERS: { readonly [O in Op]: Parser<O> } = {
   },
   attach: (v) => ({ ttlMs: num(record(v, 'the answer'), 'ttlMs') }),
   keepAlive: (v) => ({ ttlMs: num(record(v, 'the answer'), 'ttlMs') }),
+  keepAlives: (v) => ({ ttls: list(record(v, 'the answer'), 'ttls', numberOrNull) }),
   closeSession: indexed,
   acquire(v): AcquireResult {
     const r = record(v, 'the answer');

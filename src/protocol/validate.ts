@@ -4,6 +4,7 @@
 // a freshly built, well-typed value holding only the fields the protocol defines, or
 // described as an error.
 import {
+  MAX_KEEPALIVE_SESSIONS,
   MAX_STRING_BYTES,
   NONCE_BYTES,
   TOKEN_ID_BYTES,
@@ -236,6 +237,13 @@ class Fields {
     return this.has(name) ? this.fence(name) : undefined;
   }
 
+  /** An array of at most `max` integers, each >= `min`. */
+  uintList(name: string, min: number, max: number): number[] {
+    const v = this.get(name);
+    if (!Array.isArray(v) || v.length > max) this.fail(name, `an array of at most ${max} integers`);
+    return Array.from(v, (x: unknown, i) => uintValue(x, min) ?? this.fail(`${name}[${i}]`, `an integer >= ${min}`));
+  }
+
   /** An array of at most MAX_LIST_ITEMS maps, each read by `item` (its own Fields). */
   list<T>(name: string, item: (f: Fields) => T): T[] {
     const v = this.get(name);
@@ -337,6 +345,8 @@ function parseOp(id: number, op: Op, f: Fields): Request {
     case 'attach':
     case 'keepAlive':
       return { id, op, session: f.uint('session', 1) };
+    case 'keepAlives':
+      return { id, op, sessions: f.uintList('sessions', 1, MAX_KEEPALIVE_SESSIONS) };
     case 'closeSession':
       return { id, op, ...f.sequenced() };
     case 'acquire': {

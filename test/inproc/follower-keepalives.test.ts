@@ -1,7 +1,8 @@
 // Sessions kept alive only through a follower: the follower sends its clients' keepalives
 // to the leader in batches (src/server/replication/keepalive-batch.ts), and the leader must renew every
 // session in a batch. If it renewed none, or only some, those sessions would run out their
-// TTL on the leader and the next keepalive would be answered UNKNOWN_SESSION.
+// TTL on the leader and the next keepalive would be answered UNKNOWN_SESSION. The same for
+// one keepAlives frame naming many sessions.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InProcessCluster } from '../support/in-process-cluster.js';
@@ -38,6 +39,27 @@ describe('keepalives through a follower', () => {
       const { keepAliveBatches, keepAlivesBatched } = status.transport as Record<string, number>;
       assert.ok(keepAlivesBatched! >= answers.length, `the follower relayed ${keepAlivesBatched} keepalives`);
       assert.ok(keepAliveBatches! < keepAlivesBatched!, `${keepAlivesBatched} keepalives went in ${keepAliveBatches} batches`);
+    } finally {
+      client.close();
+    }
+  });
+
+  test('one keepAlives frame renews many sessions, through a follower, for several TTLs', async () => {
+    const leader = await c.waitForLeader();
+    const follower = c.nodes.find((n) => n.id !== leader)!;
+    const client = await c.rawClient(follower.clientUrl);
+    try {
+      const sessions = await Promise.all(Array.from({ length: SESSIONS }, () => RawSession.open(client, TTL_MS)));
+      const ids = sessions.map((s) => s.id);
+      const gone = Math.max(...ids) + 1_000_000; // never opened: null, and the rest still renewed
+      for (let round = 0; round < 9; round++) {
+        const started = Date.now();
+        const r = await client.call({ op: 'keepAlives', sessions: [...ids, gone] });
+        assert.ok(r.ok, JSON.stringify(r));
+        assert.deepEqual((r.result as { ttls: unknown[] }).ttls, [...ids.map(() => TTL_MS), null], `round ${round}`);
+        await new Promise((r) => setTimeout(r, Math.max(0, TTL_MS / 3 - (Date.now() - started))));
+      }
+      assert.deepEqual(client.events.filter((e) => e.event === 'sessionExpired'), []);
     } finally {
       client.close();
     }

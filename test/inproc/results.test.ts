@@ -64,6 +64,7 @@ test('every op answers in a shape its reader takes whole', async () => {
   const s2 = (await ask({ op: 'openSession', ttlMs: 30_000 })).session;
   await ask({ op: 'attach', session: s1 });
   await ask({ op: 'keepAlive', session: s1 });
+  assert.deepEqual((await ask({ op: 'keepAlives', sessions: [s1, s2, s2 + 10_000] })).ttls, [30_000, 30_000, null]);
 
   const a = await ask({ op: 'acquire', ...seq(s1), name: 'r/a', mode: 'exclusive', wait: false });
   assert.equal(a.status, 'granted');

@@ -6,6 +6,7 @@
 // the prober may not see, and the victim's session keeps working.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { until } from '../support/cluster.js';
 import { InProcessCluster } from '../support/in-process-cluster.js';
 import type { Reply } from '../support/raw-client.js';
 import { SCOPED_TOKENS, scopedAuthConfig } from '../support/scoped-tokens.js';
@@ -69,6 +70,36 @@ describe('sessions belong to the token that opened them', () => {
       const rel = await batch.sequenced(holding, { op: 'release', name: 'batch/ledger', token: grant.ok ? grant.result.token : 0 });
       assert.ok(rel.ok, JSON.stringify(rel));
       for (const s of [idle, holding, writer]) assert.ok((await batch.sequenced(s, { op: 'closeSession' })).ok, `close ${s}`);
+    } finally {
+      batch.close();
+      for (const p of probers) p.close();
+    }
+  });
+
+  test("keepAlives naming another token's sessions renews only the caller's own, and the victim's expire", async () => {
+    // One frame, many sessions: each is judged as its own keepAlive would be. If the frame
+    // skipped that check, a stranger could keep a crashed holder's session (and its locks)
+    // alive for ever by naming it.
+    const batch = await c.wireClient(c.endpoints[0]!, TOKENS.batch);
+    const probers = await Promise.all(c.endpoints.map((u) => c.wireClient(u, TOKENS.jobs)));
+    try {
+      const victim = await batch.openSession(1_000);
+      const own = await probers[0]!.openSession(30_000);
+      const unknown = victim + 1_000_000;
+      let rounds = 0;
+      await until(async () => {
+        for (const jobs of probers) {
+          const r = await jobs.call({ op: 'keepAlives', sessions: [victim, own, unknown] });
+          assert.ok(r.ok, JSON.stringify(r));
+          // Another token's session reads as one that is not open, as it does alone.
+          assert.deepEqual((r.result as { ttls: unknown[] }).ttls, [null, 30_000, null]);
+        }
+        rounds++;
+        const info = await batch.call({ op: 'sessionInfo', session: victim }); // (a read: renews nothing)
+        return info.ok && info.result === null;
+      }, 15_000, "the victim's session to expire while a stranger names it");
+      assert.ok(rounds > 1, `${rounds} rounds`);
+      assert.ok((await probers[0]!.sequenced(own, { op: 'closeSession' })).ok); // (the per-token cap test counts)
     } finally {
       batch.close();
       for (const p of probers) p.close();

@@ -72,6 +72,12 @@ describe('parseRequest', () => {
       [{ id: 1, op: 'openSession', ttlMs: '100' }, /ttlMs/],
       [{ id: 1, op: 'keepAlive', session: 0 }, /session/],
       [{ id: 1, op: 'keepAlive', session: 2 ** 53 }, /session/],
+      [{ id: 1, op: 'keepAlives' }, /keepAlives.sessions: expected an array of at most 1000 integers/],
+      [{ id: 1, op: 'keepAlives', sessions: 7 }, /keepAlives.sessions/],
+      [{ id: 1, op: 'keepAlives', sessions: [1, 0] }, /keepAlives.sessions\[1\]: expected an integer >= 1/],
+      [{ id: 1, op: 'keepAlives', sessions: [1, '2'] }, /keepAlives.sessions\[1\]/],
+      [{ id: 1, op: 'keepAlives', sessions: [, 2] }, /keepAlives.sessions\[0\]/], // a hole is no session
+      [{ id: 1, op: 'keepAlives', sessions: Array.from({ length: 1001 }, (_, i) => i + 1) }, /at most 1000/],
       [{ id: 1, op: 'closeSession', session: 1 }, /seq/],
       [{ id: 1, op: 'closeSession', session: 1, seq: 0 }, /seq/],
       [{ id: 1, op: 'closeSession', session: 1, seq: 3, ackedSeq: 3 }, /ackedSeq/],

@@ -95,7 +95,7 @@ describe('permissions', () => {
       assert.equal(permissionProblem(plain, req)?.code, adminOnly.includes(op) ? 'PERMISSION_DENIED' : undefined, `non-admin ${op}`);
       assert.equal(permissionProblem(root, req), null, `admin ${op}`);
     }
-    assert.equal(OPS.length, 35);
+    assert.equal(OPS.length, 36);
   });
 
   test('every op says which names it touches', () => {

@@ -68,6 +68,8 @@ export const VALID_REQUESTS: Request[] = [
   { id: 36, op: 'sessions', prefix: 'web-', owner: 'jobs', limit: 10, after: 41 },
   { id: 37, op: 'sessionInfo', session: 42 },
   { id: 38, op: 'revokeSession', session: 42, reason: 'stuck holder, paged at 03:10' },
+  { id: 39, op: 'keepAlives', sessions: [42, 43, 2 ** 40] },
+  { id: 40, op: 'keepAlives', sessions: [] },
 ];
 
 /** A raft message with every field set, indices past 2^32 included. */

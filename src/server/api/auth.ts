@@ -125,6 +125,7 @@ export function touchedNames(req: Request): TouchedName[] {
     case 'openSession':
     case 'attach':
     case 'keepAlive':
+    case 'keepAlives':
     case 'closeSession':
     case 'members':
     case 'addMember':

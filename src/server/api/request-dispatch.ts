@@ -83,11 +83,14 @@ export class RequestDispatcher {
   /** Admit and serve one client request: a websocket frame, or an HTTP API call (http-api/). */
   async serve<R extends Request>(gate: ConnectionGate, req: R, sink: EventSink | null): Promise<Answer<R['op']>> {
     const refused = isChallenge(req) ? null : await this.admit(gate, req);
+    // (The casts: as in handle, the case's op is R's.)
     const ans: Answer<R['op']> = refused
       ? refusedAnswer(req, refused)
       : isChallenge(req)
-        ? (this.answerChallenge(gate, req) as Answer<R['op']>) // as in handle: the case's op is R's
-        : await this.handle(ownSessionsOnly(gate.who, req), sink, gate.owner);
+        ? (this.answerChallenge(gate, req) as Answer<R['op']>)
+        : req.op === 'keepAlives'
+          ? ((await this.keepAlivesFrom(gate, req as Extract<Request, { op: 'keepAlives' }>, sink)) as Answer<R['op']>)
+          : await this.handle(ownSessionsOnly(gate.who, req), sink, gate.owner);
     gate.observe(req, ans);
     this.core.ops()?.onAnswered(req.op, ans.ok ? null : ans.error.code);
     if (req.op === 'revokeSession') this.audit(gate, req, ans);
@@ -148,6 +151,10 @@ export class RequestDispatcher {
         }
         case 'keepAlive':
           return await this.keepAlive(req.session, sink);
+        case 'keepAlives': {
+          const ans = await this.renew(req.sessions, sink);
+          return ans.ok ? answer(req.op, ans.result) : ans;
+        }
         case 'get':
           await this.linearizable();
           return answer(req.op, (() => { const l = this.core.machine().lock(req.name); return l ? wireLock(l) : freeLock(req.name); })());
@@ -284,6 +291,45 @@ export class RequestDispatcher {
   async linearizable(): Promise<void> {
     const index = await this.core.reads().request();
     await this.core.applied.wait(index, this.core.machine().appliedIndex);
+  }
+
+  /**
+   * A client's keepAlives: each session is judged by the gate as its own keepAlive would be,
+   * and one the client may not use (another token's) is answered as a session that is not
+   * open, null, and not renewed; the rest are renewed together. As admit does for a refused
+   * session, an answer with a refusal in it comes no sooner than a read.
+   */
+  private async keepAlivesFrom(gate: ConnectionGate, req: Extract<Request, { op: 'keepAlives' }>, sink: EventSink | null): Promise<Answer<'keepAlives'>> {
+    const asOne = req.sessions.map((session) => ({ id: req.id, op: 'keepAlive' as const, session }));
+    const judged = asOne.filter((k) => gate.judgesSession(k));
+    if (judged.some((k) => gate.needsCurrentState(k))) {
+      try {
+        await this.linearizable();
+      } catch (e) {
+        return fail('UNAVAILABLE', `cannot confirm the sessions' owner now (${(e as Error).message}); retry`);
+      }
+    }
+    const refused = new Set(judged.filter((k) => gate.sessionScope(k) !== null).map((k) => k.session));
+    if (refused.size > 0) await this.linearizable().catch(() => {});
+    const allowed = req.sessions.filter((s) => !refused.has(s));
+    const ans = await this.renew(allowed, sink);
+    if (!ans.ok) return ans;
+    const ttl = new Map(allowed.map((s, i) => [s, ans.result.ttls[i] ?? null]));
+    return answer('keepAlives', { ttls: req.sessions.map((s) => ttl.get(s) ?? null) });
+  }
+
+  /** Renew `sessions` wherever the leader is: here, in one forwarded batch, or (a leader of a
+   *  release that serves no batches) one forwarded keepAlive each. */
+  private async renew(sessions: readonly number[], sink: EventSink | null): Promise<LeaseAnswer> {
+    const raft = this.core.raft();
+    if (sessions.length === 0) return { ok: true, result: { ttls: [] } };
+    if (raft.role === 'leader') return this.renewLeases(sessions);
+    const forwarder = this.core.forwarder();
+    if (forwarder.batchesFor(raft.leader)) return forwarder.renewLeases(sessions, clientGone(sink));
+    const each = await Promise.all(sessions.map((session) => forwarder.forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink))));
+    const failed = each.find((a) => !a.ok && a.error.code !== 'UNKNOWN_SESSION');
+    if (failed && !failed.ok) return failed;
+    return { ok: true, result: { ttls: each.map((a) => (a.ok ? a.result.ttlMs : null)) } };
   }
 
   private async keepAlive(session: number, sink: EventSink | null): Promise<Answer<'keepAlive' | 'attach'>> {

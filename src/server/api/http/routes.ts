@@ -61,6 +61,7 @@ export const ROUTES = [
   // Sessions
   { method: 'POST', path: '/session/open', op: 'openSession', fields: (b) => ({ ttlMs: b.ttlMs, label: b.label }) },
   { method: 'POST', path: '/session/keepalive', op: 'keepAlive', fields: (b) => ({ session: b.session }) },
+  { method: 'POST', path: '/sessions/keepalive', op: 'keepAlives', fields: (b) => ({ sessions: b.sessions }) },
   { method: 'POST', path: '/session/close', op: 'closeSession', fields: seqOf },
   { method: 'GET', path: '/sessions', op: 'sessions', fields: (q) => ({ prefix: q.prefix, owner: q.owner, limit: queryInt(q, 'limit'), after: queryInt(q, 'after') }) },
   { method: 'GET', path: '/session', op: 'sessionInfo', fields: (q) => ({ session: queryInt(q, 'session') }) },
