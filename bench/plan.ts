@@ -34,8 +34,8 @@ export function planCases(o: BenchOptions): BenchCase[] {
         for (const sessions of o.sessionCounts) {
           cases.push({
             workload: w,
-            label: `sessions ${sessions.toLocaleString('en-US')}`,
-            spec: (n, e) => ({ kind: 'sessions', sessions, sessionsPerConnection: 1_000, ttlMs: o.sessionTtlMs, at: o.sessionsAt, ...timing(n, e) }),
+            label: `sessions ${sessions.toLocaleString('en-US')}${o.keepAliveFrames === 'each' ? ' (a frame per keepalive)' : ''}`,
+            spec: (n, e) => ({ kind: 'sessions', sessions, sessionsPerConnection: 1_000, ttlMs: o.sessionTtlMs, at: o.sessionsAt, keepAliveFrames: o.keepAliveFrames, ...timing(n, e) }),
           });
         }
         break;

@@ -1,5 +1,6 @@
 // Command-line options of `npm run bench`.
 import { parseArgs } from 'node:util';
+import type { KeepAliveFrames } from './session-pool.js';
 
 export const WORKLOADS = ['uncontended', 'contended', 'raft', 'sessions', 'memory', 'failover'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
@@ -16,6 +17,8 @@ export interface BenchOptions {
   readonly sessionTtlMs: number;
   /** Where the sessions workload's connections go: every node in turn, or the leader only. */
   readonly sessionsAt: 'all' | 'leader';
+  /** How the sessions workload's pool sends keepalives (session-pool.ts). */
+  readonly keepAliveFrames: KeepAliveFrames;
   readonly memorySessions: number;
   readonly locksPerSession: number;
   readonly uncontendedClients: readonly number[];
@@ -46,6 +49,8 @@ export const USAGE = `npm run bench -- [options]
   --sessions LIST      open sessions for the sessions workload (default 10000,100000,300000; quick 2000)
   --session-ttl MS     their TTL; keepalives go every TTL/3 (default 30000)
   --sessions-at WHERE  all: their connections spread over every node (default); leader: all to the leader
+  --keepalive FRAMES   batch: one keepAlives frame per connection and tick (default); each: one keepAlive
+                       frame per session (as before keepAlives, and as a node of an older release needs)
   --locks N            locks held for the memory figure (default 100000; quick 10000) by 1,000 sessions
   --clients LIST       client counts of the uncontended workload (default 1,16,64,256)
   --out DIR            where the JSON goes (default bench/results)
@@ -102,6 +107,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
       sessions: { type: 'string' },
       'session-ttl': { type: 'string' },
       'sessions-at': { type: 'string', default: 'all' },
+      keepalive: { type: 'string', default: 'batch' },
       locks: { type: 'string' },
       clients: { type: 'string' },
       out: { type: 'string', default: 'bench/results' },
@@ -125,6 +131,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
   };
   const sessionsAt = values['sessions-at'];
   if (sessionsAt !== 'all' && sessionsAt !== 'leader') throw new Error(`--sessions-at: expected all or leader, got "${sessionsAt}"`);
+  const keepAliveFrames = values.keepalive;
+  if (keepAliveFrames !== 'batch' && keepAliveFrames !== 'each') throw new Error(`--keepalive: expected batch or each, got "${keepAliveFrames}"`);
   const locks = numbers(values.locks, '--locks')?.[0] ?? (quick ? 10_000 : 100_000);
   const rounds = numbers(values.rounds, '--rounds')?.[0] ?? 2;
   if (!Number.isInteger(rounds)) throw new Error(`--rounds: expected a whole number, got "${values.rounds}"`);
@@ -138,6 +146,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
     sessionCounts: numbers(values.sessions, '--sessions') ?? (quick ? [2_000] : [10_000, 100_000, 300_000]),
     sessionTtlMs: numbers(values['session-ttl'], '--session-ttl')?.[0] ?? 30_000,
     sessionsAt,
+    keepAliveFrames,
     // 1,000 sessions whatever the count (1,000 acquires in flight), up to 100 locks each.
     memorySessions: Math.max(1, Math.round(locks / Math.max(1, Math.min(100, Math.round(locks / 1_000))))),
     locksPerSession: Math.max(1, Math.min(100, Math.round(locks / 1_000))),

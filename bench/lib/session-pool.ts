@@ -1,5 +1,8 @@
 // Many sessions multiplexed over a few raw connections, kept alive every TTL/3 the way an
-// SDK would: each session's keepalive is due one period after its last one. Once every
+// SDK would: each session's keepalive is due one period after its last one. The sessions of
+// one connection that are due in one tick (5 ms) go in one `keepAlives` frame ('batch', as a
+// multiplexing client sends them), or in a `keepAlive` frame each ('each', as before the
+// frame existed, and as against a node of an older release). Once every
 // session is open the pool spreads them evenly over the period, so the keepalive rate is
 // steady (sessions / period). Expiry is watched two ways: `sessionExpired` events pushed to
 // the connection that opened a session, and UNKNOWN_SESSION answers to keepalives.
@@ -7,9 +10,13 @@ import { performance } from 'node:perf_hooks';
 import type { ServerEvent } from '../../src/protocol/client-protocol.js';
 import { epochMs, sleep } from './clock.js';
 import { LatencyRecorder } from './latency.js';
+import { MAX_KEEPALIVE_SESSIONS } from '../../src/protocol/client-protocol.js';
 import { RawConnection, resultOf, type Reply } from './raw-connection.js';
 
 const RETRYABLE = new Set(['UNAVAILABLE', 'TIMEOUT', 'NOT_LEADER', 'RATE_LIMITED']);
+
+/** How the pool sends keepalives: one frame per connection and tick, or one per session. */
+export type KeepAliveFrames = 'batch' | 'each';
 
 export interface PoolSession {
   readonly id: number;
@@ -82,6 +89,7 @@ export class SessionPool {
     private readonly connections: readonly RawConnection[],
     readonly ttlMs: number,
     capacity: number,
+    private readonly frames: KeepAliveFrames,
   ) {
     this.periodMs = ttlMs / 3;
     this.queue = new DueQueue(capacity);
@@ -89,9 +97,9 @@ export class SessionPool {
   }
 
   /** `connections` connections, to `urls` in turn. */
-  static async open(urls: readonly string[], connections: number, ttlMs: number, capacity: number): Promise<SessionPool> {
+  static async open(urls: readonly string[], connections: number, ttlMs: number, capacity: number, frames: KeepAliveFrames = 'batch'): Promise<SessionPool> {
     const conns = await Promise.all(Array.from({ length: connections }, (_, i) => RawConnection.open(urls[i % urls.length]!)));
-    return new SessionPool(conns, ttlMs, capacity);
+    return new SessionPool(conns, ttlMs, capacity, frames);
   }
 
   /** Open `count` sessions spread over the connections, `inFlight` at a time in all. An
@@ -156,14 +164,15 @@ export class SessionPool {
     let failed = 0;
     const byConn = new Map<RawConnection, PoolSession[]>();
     for (const s of this.sessions) (byConn.get(s.conn) ?? byConn.set(s.conn, []).get(s.conn)!).push(s);
+    const perFrame = this.frames === 'each' ? 1 : MAX_KEEPALIVE_SESSIONS;
     await Promise.all(
       [...byConn.values()].flatMap((list) => {
         let i = 0;
-        return Array.from({ length: Math.min(perConnection, list.length) }, async () => {
+        return Array.from({ length: Math.min(perConnection, Math.ceil(list.length / perFrame)) }, async () => {
           while (i < list.length) {
-            const s = list[i++]!;
-            const r = await s.conn.call({ op: 'keepAlive', session: s.id });
-            if (!r.ok) failed++;
+            const frame = list.slice(i, (i += perFrame));
+            const unknown = await this.renew(frame[0]!.conn, frame.map((s) => s.id));
+            failed += typeof unknown === 'number' ? unknown : frame.length;
           }
         });
       }),
@@ -193,28 +202,48 @@ export class SessionPool {
 
   private tick(): void {
     const now = epochMs();
-    for (let due = this.queue.popDue(now); due; due = this.queue.popDue(now)) {
-      const s = this.sessions[due.session]!;
-      this.queue.push(due.session, due.due + this.periodMs);
-      this.sendKeepAlive(s);
+    const due = new Map<RawConnection, number[]>();
+    for (let d = this.queue.popDue(now); d; d = this.queue.popDue(now)) {
+      const s = this.sessions[d.session]!;
+      this.queue.push(d.session, d.due + this.periodMs);
+      if (this.frames === 'each') this.sendKeepAlives(s.conn, [s.id]);
+      else (due.get(s.conn) ?? due.set(s.conn, []).get(s.conn)!).push(s.id);
+    }
+    for (const [conn, ids] of due) {
+      for (let i = 0; i < ids.length; i += MAX_KEEPALIVE_SESSIONS) this.sendKeepAlives(conn, ids.slice(i, i + MAX_KEEPALIVE_SESSIONS));
     }
   }
 
-  private sendKeepAlive(s: PoolSession): void {
+  /** One frame: keepAlive for one session in 'each' mode, keepAlives otherwise. Latency is
+   *  recorded per frame, the keepalive count per session. */
+  private sendKeepAlives(conn: RawConnection, ids: readonly number[]): void {
     const started = performance.now();
     const recording = this.recording;
     this.inFlight++;
-    void s.conn.call({ op: 'keepAlive', session: s.id }).then((r) => {
+    void this.renew(conn, ids).then((unknown) => {
       this.inFlight--;
       if (recording && this.recording) {
         this.keepAliveMs.push(performance.now() - started);
-        this.keepAlivesRecorded++;
+        this.keepAlivesRecorded += ids.length;
       }
-      if (r.ok) return;
-      if (r.error.code === 'UNKNOWN_SESSION') this.unknownOnKeepAlive++;
-      else this.keepAliveErrors++;
-      this.firstError ??= `keepAlive: ${r.error.code} ${r.error.message}`;
+      if (typeof unknown === 'number') this.unknownOnKeepAlive += unknown;
+      else {
+        this.keepAliveErrors++;
+        this.firstError ??= unknown;
+      }
     });
+  }
+
+  /** How many of `ids` the cluster did not know, or why the frame failed. */
+  private async renew(conn: RawConnection, ids: readonly number[]): Promise<number | string> {
+    if (this.frames === 'each' && ids.length === 1) {
+      const r = await conn.call({ op: 'keepAlive', session: ids[0]! });
+      if (r.ok) return 0;
+      return r.error.code === 'UNKNOWN_SESSION' ? 1 : `keepAlive: ${r.error.code} ${r.error.message}`;
+    }
+    const r = await conn.call({ op: 'keepAlives', sessions: ids });
+    if (!r.ok) return `keepAlives: ${r.error.code} ${r.error.message}`;
+    return (r.result as { ttls: readonly (number | null)[] }).ttls.filter((t) => t === null).length;
   }
 
   private onEvent(e: ServerEvent): void {

@@ -9,7 +9,7 @@ import { epochMs } from '../lib/clock.js';
 import { findLeader } from '../lib/leader.js';
 import type { LatencySummary } from '../lib/latency.js';
 import type { WindowCost } from '../lib/node-sampler.js';
-import { SessionPool } from '../lib/session-pool.js';
+import { SessionPool, type KeepAliveFrames } from '../lib/session-pool.js';
 import type { WorkloadTiming } from '../lib/spec.js';
 import { measureWindow, type WindowState } from '../lib/window.js';
 import { sleep } from '../lib/clock.js';
@@ -20,6 +20,7 @@ export interface SessionsSpec extends WorkloadTiming {
   readonly sessionsPerConnection: number;
   readonly ttlMs: number;
   readonly at: 'all' | 'leader';
+  readonly keepAliveFrames: KeepAliveFrames;
 }
 
 export interface SessionsResult {
@@ -27,6 +28,7 @@ export interface SessionsResult {
   readonly sessions: number;
   readonly connections: number;
   readonly ttlMs: number;
+  readonly keepAliveFrames: KeepAliveFrames;
   readonly openSeconds: number;
   readonly opensPerSec: number;
   readonly keepAlivesPerSec: number;
@@ -49,7 +51,7 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
   const leader = await findLeader(spec.nodes);
   const connections = Math.max(1, Math.ceil(spec.sessions / spec.sessionsPerConnection));
   const targets = spec.at === 'leader' ? [leader] : spec.nodes;
-  const pool = await SessionPool.open(targets.map((n) => n.clientUrl), connections, spec.ttlMs, spec.sessions);
+  const pool = await SessionPool.open(targets.map((n) => n.clientUrl), connections, spec.ttlMs, spec.sessions, spec.keepAliveFrames);
   try {
     const t0 = epochMs();
     try {
@@ -73,6 +75,7 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
       sessions: spec.sessions,
       connections,
       ttlMs: spec.ttlMs,
+      keepAliveFrames: spec.keepAliveFrames,
       openSeconds,
       opensPerSec: spec.sessions / openSeconds,
       keepAlivesPerSec: pool.keepAlivesRecorded / (w.elapsedMs / 1000),
