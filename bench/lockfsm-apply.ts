@@ -5,7 +5,7 @@
 // snapshot's size and the time to take and restore it. Prints a table and writes
 // bench/results/lockfsm-apply.json.
 //
-//   node --import tsx bench/lockfsm-apply.ts [--ops 300000] [--seed 42]
+//   node --expose-gc --import tsx bench/lockfsm-apply.ts [--ops 300000] [--seed 42]
 //
 // The mixed phase runs twice from the same starting snapshot: through apply() (typed
 // objects) and through applyRaw() (msgpack bytes: decode + validate + apply), and the two
@@ -240,8 +240,24 @@ function calibrate(): number {
   return (cpu.user + cpu.system) / 1000;
 }
 
+/** Heap bytes per idle session (opened, holding nothing) of a machine with `n` of them; run
+ *  with --expose-gc for a figure (null without). */
+function idleSessionBytes(n: number): number | null {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) return null;
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const m = new LockMachine(CONFIG);
+  for (let i = 1; i <= n; i++) m.apply(i, { type: 'openSession', ttlMs: 30_000, label: 'host-12:4711' });
+  gc();
+  const bytes = (process.memoryUsage().heapUsed - before) / n;
+  if (m.stats().sessions !== n) throw new Error(`opened ${m.stats().sessions} of ${n} sessions`);
+  return bytes;
+}
+
 function main(): void {
   const rows: Row[] = [];
+  const idleBytes = idleSessionBytes(200_000);
   const m = new LockMachine(CONFIG);
   const clients = new Clients(m, prng(SEED), false);
   rows.push(timed('populate: 10k openSession + 100k acquire', SESSIONS + LOCKS, () => clients.populate()));
@@ -290,6 +306,7 @@ function main(): void {
     );
   }
   console.log(`\nstate after the mixed phase: ${JSON.stringify(stats)}`);
+  console.log(`an idle session (200,000 open): ${idleBytes === null ? 'run node with --expose-gc for the figure' : `${idleBytes.toFixed(0)} bytes of heap`}`);
   console.log(`snapshot after populate: ${start.length.toLocaleString('en-US')} bytes in ${populatedSnapshotMs.toFixed(0)} ms`);
   const ms = (r: Row): string => `${(r.seconds * 1000).toFixed(0)} ms wall / ${(r.cpuSeconds * 1000).toFixed(0)} ms cpu`;
   console.log(`snapshot after mixed:    ${snap.length.toLocaleString('en-US')} bytes in ${ms(snapshotRow)}`);
@@ -319,6 +336,7 @@ function main(): void {
       restoreCpuMs: restoreRow.cpuSeconds * 1000,
     },
     calibrationCpuMs: calibration,
+    idleSessionHeapBytes: idleBytes,
     deterministic: identical && restoredIdentical,
     stats,
     outcomes: Object.fromEntries(outcomes),

@@ -71,7 +71,7 @@ export class ElectionTable {
       e = new ElectionRecord(name);
       this.byName.set(name, e);
     }
-    rec.elections.add(name);
+    rec.add('elections', name);
     if (e.leader === null) {
       this.lead(ctx, e, rec, value);
       return { type: 'leader', token: ctx.index };
@@ -173,7 +173,7 @@ export class ElectionTable {
     const seat = e.candidates.get(rec.id)!;
     e.candidates.delete(rec.id);
     this.candidateCount--;
-    rec.elections.delete(e.name);
+    rec.drop('elections', e.name);
     this.budget.refund(rec.owner, seatBytes(e.name, seat.value));
   }
 
@@ -182,7 +182,7 @@ export class ElectionTable {
   private stepDown(ctx: ApplyContext, e: ElectionRecord): void {
     const leaving = e.leader!;
     this.budget.refund(leaving.session.owner, seatBytes(e.name, leaving.value));
-    leaving.session.elections.delete(e.name);
+    leaving.session.drop('elections', e.name);
     e.leader = null;
     const next = e.candidates.values().next();
     if (next.done) {
@@ -235,10 +235,10 @@ export class ElectionTable {
       e.candidates.set(rec.id, { session: rec, value: readString(ct[1], 'candidate value') });
     }
     this.byName.set(name, e);
-    leader.elections.add(name);
+    leader.add('elections', name);
     this.budget.charge(leader.owner, seatBytes(name, e.leader.value));
     for (const c of e.candidates.values()) {
-      c.session.elections.add(name);
+      c.session.add('elections', name);
       this.budget.charge(c.session.owner, seatBytes(name, c.value));
     }
     this.candidateCount += e.candidates.size;

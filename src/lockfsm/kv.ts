@@ -166,7 +166,7 @@ export class KvStore {
       if (t.length === 5) {
         const id = readIndex(t[4], appliedIndex, 'session');
         session = sessions(id) ?? fail(`key ${JSON.stringify(key)} is tied to session ${id}, which is not open`);
-        session.ephemerals.add(key);
+        session.add('ephemerals', key);
       }
       this.byKey.set(key, { value, revision: readIndex(t[2], appliedIndex, 'revision'), bytes, owner, session });
       this.budget.charge(owner, bytes);
@@ -208,10 +208,10 @@ export class KvStore {
     const bytes = utf8Length(w.key) + value.length;
     if (w.old !== undefined) {
       this.budget.refund(w.old.owner, w.old.bytes);
-      w.old.session?.ephemerals.delete(w.key);
+      w.old.session?.drop('ephemerals', w.key);
     }
     const session = w.ephemeral ? rec : null;
-    session?.ephemerals.add(w.key);
+    session?.add('ephemerals', w.key);
     this.byKey.set(w.key, { value, revision: ctx.index, bytes, owner: rec.owner, session });
     this.budget.charge(rec.owner, bytes);
     this.changed(ctx, w.key, value, at);
@@ -220,7 +220,7 @@ export class KvStore {
   private remove(ctx: ApplyContext, key: string, old: Stored, at: number): void {
     this.byKey.delete(key);
     this.budget.refund(old.owner, old.bytes);
-    old.session?.ephemerals.delete(key);
+    old.session?.drop('ephemerals', key);
     this.changed(ctx, key, null, at);
   }
 

@@ -158,7 +158,7 @@ export class LockTable {
     if (!req.wait) return busyOf(lock); // not granted, so not idle: nothing to drop
     if (req.mode === 'shared') addSharedParty(lock, req.limit);
     lock.enqueue({ session: rec, mode: req.mode, lockDelayMs: req.lockDelayMs });
-    rec.waits.add(lock.name);
+    rec.add('waits', lock.name);
     this.waiterCount++;
     const position = lock.waiters.size;
     ctx.events.push({ type: 'queued', session: rec.id, name: lock.name, position });
@@ -327,7 +327,7 @@ export class LockTable {
   private addHolder(ctx: ApplyContext, lock: LockRecord, rec: SessionRecord, mode: LockMode, lockDelayMs: number): void {
     lock.holders.set(rec.id, { session: rec, token: ctx.index, mode, lockDelayMs });
     lock.heldMode = mode;
-    rec.held.add(lock.name);
+    rec.add('held', lock.name);
     this.holderCount++;
     ctx.events.push({ type: 'granted', session: rec.id, name: lock.name, token: ctx.index, mode });
   }
@@ -336,7 +336,7 @@ export class LockTable {
     lock.holders.delete(holder.session.id);
     if (lock.holders.size === 0) lock.heldMode = null;
     if (holder.mode === 'shared') removeSharedParty(lock);
-    holder.session.held.delete(lock.name);
+    holder.session.drop('held', lock.name);
     this.holderCount--;
     ctx.events.push({ type: 'released', session: holder.session.id, name: lock.name, token: holder.token, reason });
   }
@@ -344,7 +344,7 @@ export class LockTable {
   private removeWaiter(lock: LockRecord, waiter: Waiter): void {
     lock.dequeue(waiter.session.id);
     if (waiter.mode === 'shared') removeSharedParty(lock);
-    waiter.session.waits.delete(lock.name);
+    waiter.session.drop('waits', lock.name);
     this.waiterCount--;
   }
 
@@ -354,7 +354,7 @@ export class LockTable {
     for (const waiter of lock.waiters.values()) {
       if (!canGrant(lock, waiter.mode)) break; // strict FIFO: nobody overtakes the head
       lock.dequeue(waiter.session.id);
-      waiter.session.waits.delete(lock.name);
+      waiter.session.drop('waits', lock.name);
       this.waiterCount--;
       this.addHolder(ctx, lock, waiter.session, waiter.mode, waiter.lockDelayMs);
     }
@@ -439,8 +439,8 @@ export class LockTable {
     // Only now, when the lock is known good, link it from the sessions and the counters.
     this.byName.set(name, lock);
     if (lock.delay !== null) this.delayed.set(name, lock);
-    for (const h of lock.holders.values()) h.session.held.add(name);
-    for (const w of lock.waiters.values()) w.session.waits.add(name);
+    for (const h of lock.holders.values()) h.session.add('held', name);
+    for (const w of lock.waiters.values()) w.session.add('waits', name);
     this.holderCount += lock.holders.size;
     this.waiterCount += lock.waiters.size;
   }
