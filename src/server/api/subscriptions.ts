@@ -11,7 +11,10 @@ export interface EventSink {
 }
 
 class Index<K> {
-  private readonly byKey = new Map<K, Set<EventSink>>();
+  // A key's sinks: the sink itself while there is one, a Set from the second on. A session
+  // is carried by one connection, and a Set per session was about 150 bytes of what each
+  // open session cost the node its client is connected to.
+  private readonly byKey = new Map<K, EventSink | Set<EventSink>>();
   private readonly byConn = new Map<EventSink, Set<K>>();
 
   /** A key gained its first sink / lost its last one. */
@@ -19,38 +22,40 @@ class Index<K> {
   protected keyRemoved(_key: K): void {}
 
   add(key: K, conn: EventSink): void {
-    let s = this.byKey.get(key);
-    if (!s) {
-      this.byKey.set(key, (s = new Set()));
+    const s = this.byKey.get(key);
+    if (s === undefined) {
+      this.byKey.set(key, conn);
       this.keyAdded(key);
-    }
-    s.add(conn);
+    } else if (s instanceof Set) s.add(conn);
+    else if (s !== conn) this.byKey.set(key, new Set([s, conn]));
     let k = this.byConn.get(conn);
     if (!k) this.byConn.set(conn, (k = new Set()));
     k.add(key);
   }
 
   remove(key: K, conn: EventSink): void {
-    const s = this.byKey.get(key);
-    s?.delete(conn);
-    if (s?.size === 0) this.deleteKey(key);
+    this.unlink(key, conn);
     this.byConn.get(conn)?.delete(key);
   }
 
   removeKey(key: K): void {
-    const s = this.byKey.get(key);
-    if (!s) return;
-    for (const c of s) this.byConn.get(c)?.delete(key);
+    if (!this.byKey.has(key)) return;
+    for (const c of this.get(key)) this.byConn.get(c)?.delete(key);
     this.deleteKey(key);
   }
 
   dropConn(conn: EventSink): void {
-    for (const key of this.byConn.get(conn) ?? []) {
-      const s = this.byKey.get(key);
-      s?.delete(conn);
-      if (s?.size === 0) this.deleteKey(key);
-    }
+    for (const key of this.byConn.get(conn) ?? []) this.unlink(key, conn);
     this.byConn.delete(conn);
+  }
+
+  /** `conn` no longer wants `key` (byConn is the caller's). */
+  private unlink(key: K, conn: EventSink): void {
+    const s = this.byKey.get(key);
+    if (s instanceof Set) {
+      s.delete(conn);
+      if (s.size === 0) this.deleteKey(key);
+    } else if (s === conn) this.deleteKey(key);
   }
 
   private deleteKey(key: K): void {
@@ -59,7 +64,8 @@ class Index<K> {
   }
 
   get(key: K): Iterable<EventSink> {
-    return this.byKey.get(key) ?? [];
+    const s = this.byKey.get(key);
+    return s === undefined ? [] : s instanceof Set ? s : [s];
   }
 
   keys(): Iterable<K> {
