@@ -162,6 +162,7 @@ function rowsOfResult(o: CaseOutcome): Row[] {
             `opened ${int(r.opensPerSec)}/s${r.openRetries ? ` (${r.openRetries} retried)` : ''}`,
             r.connectedTo.length === 1 && r.leader !== r.connectedTo[0] ? `LEADER MOVED ${r.connectedTo[0]}→${r.leader ?? '?'}: keepalives forwarded` : '',
             r.connectedTo.length > 1 ? `connections over ${r.connectedTo.join(', ')}` : 'connections to the leader',
+            r.rssBytes ? `RSS ${Object.entries(r.rssBytes).map(([id, b]) => `${id}${id === r.leader ? '*' : ''} ${mb(b)}`).join(', ')}` : '',
             errors(r.errors, r.firstError),
           ].filter(Boolean).join('; '),
         },

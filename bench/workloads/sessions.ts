@@ -8,7 +8,7 @@
 import { epochMs } from '../lib/clock.js';
 import { findLeader } from '../lib/leader.js';
 import type { LatencySummary } from '../lib/latency.js';
-import type { WindowCost } from '../lib/node-sampler.js';
+import { rssBytesOf, type WindowCost } from '../lib/node-sampler.js';
 import { SessionPool, type KeepAliveFrames } from '../lib/session-pool.js';
 import type { WorkloadTiming } from '../lib/spec.js';
 import { measureWindow, type WindowState } from '../lib/window.js';
@@ -45,6 +45,8 @@ export interface SessionsResult {
   readonly errors: number;
   readonly firstError: string | null;
   readonly window: WindowCost;
+  /** Each node's RSS at the end of the window, every session open (/proc VmRSS). */
+  readonly rssBytes: Readonly<Record<string, number | null>>;
 }
 
 export async function runSessions(spec: SessionsSpec, log: (line: string) => void): Promise<SessionsResult> {
@@ -68,6 +70,7 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
     pool.recording = true;
     const w = await measureWindow(spec.nodes, spec.durationMs, state);
     pool.recording = false;
+    const rssBytes = Object.fromEntries(spec.nodes.map((n) => [n.id, rssBytesOf(n.pid)]));
     await pool.stopKeepAlive();
     const finalFailed = await pool.keepAliveAll();
     return {
@@ -90,6 +93,7 @@ export async function runSessions(spec: SessionsSpec, log: (line: string) => voi
       errors: pool.keepAliveErrors,
       firstError: pool.firstError,
       window: w.cost,
+      rssBytes,
     };
   } finally {
     pool.close();
