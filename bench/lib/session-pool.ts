@@ -1,8 +1,10 @@
-// Many sessions multiplexed over a few raw connections, kept alive every TTL/3 the way an
-// SDK would: each session's keepalive is due one period after its last one. The sessions of
-// one connection that are due in one tick (5 ms) go in one `keepAlives` frame ('batch', as a
-// multiplexing client sends them), or in a `keepAlive` frame each ('each', as before the
-// frame existed, and as against a node of an older release). Once every
+// Many sessions multiplexed over a few raw connections, kept alive every TTL/3: each
+// session's keepalive is due one period after its last one. The sessions of one connection
+// that are due in one tick (5 ms) go in one `keepAlives` frame ('batch'), or in a `keepAlive`
+// frame each ('each', as before the frame existed, and as against a node of an older
+// release). Once all are open, 'batch' puts every session of a connection on one timer (a
+// frame of up to 1,000 per period, as a multiplexing client would), 'each' spreads the
+// sessions evenly (as that many SDK clients would). Once every
 // session is open the pool spreads them evenly over the period, so the keepalive rate is
 // steady (sessions / period). Expiry is watched two ways: `sessionExpired` events pushed to
 // the connection that opened a session, and UNKNOWN_SESSION answers to keepalives.
@@ -140,12 +142,23 @@ export class SessionPool {
     }
   }
 
-  /** Spread the sessions' keepalives evenly over one period from now. No session waits
-   *  longer than two periods (< TTL) between keepalives across the change. */
+  /** Spread the keepalives evenly over one period from now: each session's ('each'), or each
+   *  connection's ('batch': all the sessions of a connection are then due together, one
+   *  frame of them per period, as a client that multiplexes sessions keeps them on one
+   *  timer). No session waits longer than two periods (< TTL) across the change. */
   spreadEvenly(): void {
     const order = this.queue.drain();
     const now = epochMs();
-    order.forEach((s, k) => this.queue.push(s, now + ((k + 1) / order.length) * this.periodMs));
+    if (this.frames === 'each') {
+      order.forEach((s, k) => this.queue.push(s, now + ((k + 1) / order.length) * this.periodMs));
+      return;
+    }
+    const connIndex = new Map(this.connections.map((c, k) => [c, k]));
+    const byConn = this.connections.map((): number[] => []);
+    for (const s of order) byConn[connIndex.get(this.sessions[s]!.conn)!]!.push(s);
+    byConn.forEach((list, k) => {
+      for (const s of list) this.queue.push(s, now + ((k + 1) / byConn.length) * this.periodMs);
+    });
   }
 
   startKeepAlive(): void {

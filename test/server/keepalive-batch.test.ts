@@ -40,7 +40,8 @@ test("a refused batch is every keepalive's refusal, and an answer too short is I
   assert.deepEqual(r.map((a) => (a.ok ? 'ok' : a.error.code)), ['UNAVAILABLE', 'UNAVAILABLE']);
   const short = batcher(() => ({ ok: true, result: { ttls: [5_000] } }));
   const s = await Promise.all([1, 2].map((x) => short.b.renew(x, stillHere)));
-  assert.deepEqual(s.map((a) => (a.ok ? 'ok' : a.error.code)), ['ok', 'INTERNAL']);
+  // A misshapen answer is trusted for none of its batch (the first slot is no more credible).
+  assert.deepEqual(s.map((a) => (a.ok ? 'ok' : a.error.code)), ['INTERNAL', 'INTERNAL']);
 });
 
 test('a full batch leaves at once, without waiting for its window', async () => {
@@ -67,4 +68,30 @@ test('stopping answers the keepalives not yet sent', async () => {
   const a = await pending;
   assert.equal(a.ok ? null : a.error.code, 'UNAVAILABLE');
   assert.equal(sent.length, 0);
+});
+
+test("a client's keepAlives frame joins the window's batch with the single keepalives, each answered its own slice", async () => {
+  const { b, sent } = batcher((sessions) => ({ ok: true, result: { ttls: sessions.map((s) => (s === 12 ? null : s)) } }));
+  const [one, many, two] = await Promise.all([b.renew(1, stillHere), b.renewMany([11, 12, 13], stillHere), b.renew(2, stillHere)]);
+  assert.deepEqual(sent.map((x) => x.sessions), [[1, 11, 12, 13, 2]], 'one batch for the window');
+  assert.deepEqual(one, { ok: true, result: { ttlMs: 1 } });
+  assert.deepEqual(many, { ok: true, result: { ttls: [11, null, 13] } });
+  assert.deepEqual(two, { ok: true, result: { ttlMs: 2 } });
+  assert.equal(b.batched, 5);
+});
+
+test('a frame that would take the batch past MAX_LEASE_BATCH sends the batch first; none is ever longer', async () => {
+  const { b, sent } = batcher((sessions) => ({ ok: true, result: { ttls: sessions.map(() => 1) } }), 3_600_000);
+  const frame = (from: number) => Array.from({ length: 1_000 }, (_, i) => from + i);
+  const pending = Array.from({ length: MAX_LEASE_BATCH / 1_000 + 2 }, (_, k) => b.renewMany(frame(1 + k * 1_000), stillHere));
+  pending.push(b.renewMany([], stillHere));
+  b.stop(); // answers what is left unsent
+  const answers = await Promise.all(pending);
+  assert.ok(sent.length >= 1);
+  for (const s of sent) assert.ok(s.sessions.length <= MAX_LEASE_BATCH, `a batch of ${s.sessions.length}`);
+  assert.equal(sent[0]!.sessions.length, MAX_LEASE_BATCH, 'the full batch left as soon as it was full');
+  assert.deepEqual(answers.at(-1), { ok: true, result: { ttls: [] } });
+  const sentCount = sent.reduce((n, s) => n + s.sessions.length, 0);
+  const acked = answers.filter((a) => a.ok).reduce((n, a) => n + (a.ok ? a.result.ttls.length : 0), 0);
+  assert.equal(acked, sentCount, 'every session sent is answered, and only those');
 });

@@ -318,14 +318,15 @@ export class RequestDispatcher {
     return answer('keepAlives', { ttls: req.sessions.map((s) => ttl.get(s) ?? null) });
   }
 
-  /** Renew `sessions` wherever the leader is: here, in one forwarded batch, or (a leader of a
-   *  release that serves no batches) one forwarded keepAlive each. */
+  /** Renew `sessions` wherever the leader is: here, in this node's next batch to it with its
+   *  other clients' keepalives, or (a leader of a release that serves no batches) one
+   *  forwarded keepAlive each. */
   private async renew(sessions: readonly number[], sink: EventSink | null): Promise<LeaseAnswer> {
     const raft = this.core.raft();
     if (sessions.length === 0) return { ok: true, result: { ttls: [] } };
     if (raft.role === 'leader') return this.renewLeases(sessions);
     const forwarder = this.core.forwarder();
-    if (forwarder.batchesFor(raft.leader)) return forwarder.renewLeases(sessions, clientGone(sink));
+    if (forwarder.batchesFor(raft.leader)) return this.core.leaseBatch().renewMany(sessions, clientGone(sink));
     const each = await Promise.all(sessions.map((session) => forwarder.forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink))));
     const failed = each.find((a) => !a.ok && a.error.code !== 'UNKNOWN_SESSION');
     if (failed && !failed.ok) return failed;

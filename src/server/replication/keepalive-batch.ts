@@ -19,14 +19,19 @@ import { systemClock, type NodeClock, type Timer } from '../clock.js';
  *  order. `gone`: every client in the batch has left. */
 export type SendLeaseBatch = (sessions: readonly number[], gone: () => boolean) => Promise<LeaseAnswer>;
 
+/** One client frame's sessions (a keepAlive's one, a keepAlives' many), waiting for the
+ *  batch they go in. */
 interface Waiting {
-  readonly session: number;
+  readonly sessions: readonly number[];
   readonly gone: () => boolean;
-  readonly resolve: (a: Answer<'keepAlive'>) => void;
+  /** The leader's answer for these sessions (its ttls, in their order), or its refusal. */
+  readonly resolve: (a: LeaseAnswer) => void;
 }
 
 export class KeepAliveBatcher {
   private waiting: Waiting[] = [];
+  /** Sessions in `waiting`. */
+  private count = 0;
   private timer: Timer | null = null;
   /** Batches sent and keepalives they carried (status: transport counters). */
   batches = 0;
@@ -40,10 +45,21 @@ export class KeepAliveBatcher {
   ) {}
 
   /** The leader's answer to this keepalive, relayed. `gone`: its client has left. */
-  renew(session: number, gone: () => boolean): Promise<Answer<'keepAlive'>> {
+  async renew(session: number, gone: () => boolean): Promise<Answer<'keepAlive'>> {
+    return answerOne(await this.renewMany([session], gone), session);
+  }
+
+  /** The leader's answer for `sessions` (one client's keepAlives frame), relayed: they go
+   *  in the window's batch with everyone else's. */
+  renewMany(sessions: readonly number[], gone: () => boolean): Promise<LeaseAnswer> {
+    if (sessions.length === 0) return Promise.resolve({ ok: true, result: { ttls: [] } });
     return new Promise((resolve) => {
-      this.waiting.push({ session, gone, resolve });
-      if (this.waiting.length >= MAX_LEASE_BATCH) this.flush();
+      // A batch never exceeds what the leader takes: one that this frame would overfill
+      // leaves first (a frame is far shorter than MAX_LEASE_BATCH).
+      if (this.count + sessions.length > MAX_LEASE_BATCH) this.flush();
+      this.waiting.push({ sessions, gone, resolve });
+      this.count += sessions.length;
+      if (this.count >= MAX_LEASE_BATCH) this.flush();
       else this.timer ??= this.clock.setTimeout(() => this.flush(), this.windowMs);
     });
   }
@@ -54,6 +70,7 @@ export class KeepAliveBatcher {
     this.timer = null;
     const batch = this.waiting;
     this.waiting = [];
+    this.count = 0;
     for (const w of batch) w.resolve(fail('UNAVAILABLE', 'node is shutting down'));
   }
 
@@ -61,27 +78,47 @@ export class KeepAliveBatcher {
     this.clock.clear(this.timer);
     this.timer = null;
     const batch = this.waiting;
+    const count = this.count;
     this.waiting = [];
+    this.count = 0;
     if (batch.length === 0) return;
     this.batches++;
-    this.batched += batch.length;
-    const sessions = batch.map((w) => w.session);
+    this.batched += count;
+    const sessions = batch.flatMap((w) => w.sessions);
     this.send(sessions, () => batch.every((w) => w.gone())).then(
-      (ans) => batch.forEach((w, i) => w.resolve(answerOne(ans, i, w.session))),
+      (ans) => {
+        const ttls = ttlsOf(ans, count);
+        let at = 0;
+        for (const w of batch) {
+          w.resolve(Array.isArray(ttls) ? { ok: true, result: { ttls: ttls.slice(at, at + w.sessions.length) } } : ttls);
+          at += w.sessions.length;
+        }
+      },
       (e: unknown) => batch.forEach((w) => w.resolve(fail('INTERNAL', (e as Error).message))),
     );
   }
 }
 
-/** One keepalive's answer out of the leader's answer to its batch. */
-function answerOne(ans: LeaseAnswer, i: number, session: number): Answer<'keepAlive'> {
+/** The leader's ttls for a batch of `count` sessions, or the failure every frame in it is
+ *  answered. The answer came over a peer link: a member of another version (or a buggy one)
+ *  must not be able to end this process, or renew a session, with a misshapen one. */
+function ttlsOf(ans: LeaseAnswer, count: number): (number | null)[] | Answer<never> {
   if (!ans.ok) return ans;
-  // The answer came over a peer link: a member of another version (or a buggy one) must not
-  // be able to end this process with a misshapen one.
   const ttls: unknown = (ans.result as { ttls?: unknown } | undefined)?.ttls;
   if (!Array.isArray(ttls)) return fail('INTERNAL', 'the leader answered a keepalive batch with something else');
-  const ttlMs: unknown = ttls[i];
-  if (ttlMs !== null && ttlMs !== undefined && typeof ttlMs !== 'number') return fail('INTERNAL', 'the leader answered a keepalive with something else');
-  if (ttlMs === undefined) return fail('INTERNAL', `the leader answered ${ttls.length} keepalives of a batch longer than that`);
+  if (ttls.length < count) return fail('INTERNAL', `the leader answered ${ttls.length} keepalives of a batch longer than that`);
+  const out: (number | null)[] = [];
+  for (let i = 0; i < count; i++) {
+    const t: unknown = ttls[i];
+    if (t !== null && typeof t !== 'number') return fail('INTERNAL', 'the leader answered a keepalive with something else');
+    out.push(t);
+  }
+  return out;
+}
+
+/** One keepalive's answer out of its frame's. */
+function answerOne(ans: LeaseAnswer, session: number): Answer<'keepAlive'> {
+  if (!ans.ok) return ans;
+  const ttlMs = ans.result.ttls[0] ?? null;
   return ttlMs === null ? unknownSession(session) : answer('keepAlive', { ttlMs });
 }
