@@ -367,6 +367,11 @@ export class LockMachine {
 
   /** The token name that opened session `id` (null: opened without one); undefined when
    *  there is no such session. O(1), unlike session(). */
+  /** The TTL of session `id`, undefined when it is not open. */
+  sessionTtlMs(id: number): number | undefined {
+    return this.sessionTable.get(id)?.ttlMs;
+  }
+
   sessionOwner(id: number): string | null | undefined {
     return this.sessionTable.get(id)?.owner;
   }

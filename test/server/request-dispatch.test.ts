@@ -22,6 +22,11 @@ import type { MembershipAdmin } from '../../src/server/membership/membership-adm
 import { ClientGate } from '../../src/server/api/client-gate.js';
 import { proofMatches, tokenDigest, tokenIdOf } from '../../src/protocol/node-proof.js';
 
+/** Activates `k` as a new leader with `sessions`, looked up in the same list. */
+function activateAll(k: LeaseKeeper, now: number, sessions: readonly { session: number; ttlMs: number }[]): void {
+  k.activate(now, sessions, (s) => sessions.find((x) => x.session === s)?.ttlMs);
+}
+
 const rawConfig = {
   clusterId: 'dispatch',
   secret: 'a-secret-of-this-test-0123456789',
@@ -106,14 +111,14 @@ test('a follower whose leader does not serve batches (an older release) forwards
 
 test("the leader renews a batch after one confirmed round: each known session's TTL, null for one it does not keep", async () => {
   const { d, leases } = setup({ role: 'leader' });
-  leases.activate(0, [{ session: 4, ttlMs: 7_000 }, { session: 6, ttlMs: 9_000 }]);
+  activateAll(leases, 0, [{ session: 4, ttlMs: 7_000 }, { session: 6, ttlMs: 9_000 }]);
   assert.deepEqual(await d.renewLeases([6, 5, 4]), { ok: true, result: { ttls: [9_000, null, 7_000] } });
   assert.deepEqual(await d.handle({ id: 1, op: 'keepAlive', session: 5 }, null), { ok: false, error: { code: 'UNKNOWN_SESSION', message: 'session 5 is not open (never opened, closed or expired)' } });
 });
 
 test('a batch no round confirms is UNAVAILABLE as a whole, and so is one that reaches a follower', async () => {
   const leader = setup({ role: 'leader', readFails: true });
-  leader.leases.activate(0, [{ session: 4, ttlMs: 7_000 }]);
+  activateAll(leader.leases, 0, [{ session: 4, ttlMs: 7_000 }]);
   assert.equal(code(await leader.d.renewLeases([4])), 'UNAVAILABLE');
   assert.equal(code(await setup({ role: 'follower' }).d.renewLeases([4])), 'UNAVAILABLE');
 });

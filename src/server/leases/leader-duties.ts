@@ -61,7 +61,7 @@ export class LeaderDuties {
   becameLeader(): void {
     const m = this.core.machine();
     this.clock.start(m.clock);
-    this.leases.activate(this.now(), m.sessionLeases());
+    this.leases.activate(this.now(), m.sessionLeases(), (session) => m.sessionTtlMs(session));
     for (const d of m.pendingLockDelays()) this.armLockDelay(d.name, d.delayMs, d.since);
   }
 
