@@ -20,7 +20,7 @@ export const BENCH_LIMITS = {
   requestsPerSecondPerAddress: 0,
   maxConnectionsPerAddress: 100_000,
   maxSessionsPerConnection: 100_000,
-  maxSessionsPerAddress: 1_000_000,
+  maxSessionsPerAddress: 2_000_000,
   maxInFlightPerAddress: 1_000_000,
 } as const;
 
@@ -96,8 +96,10 @@ export class BenchCluster {
       secret: 'palisade-bench-secret-0123456789abcdef',
       nodes: specs,
       raft: timing.raft,
-      // The sessions workload opens 100,000 sessions, the default cluster-wide cap: lift it.
-      sessions: { ...timing.sessions, maxSessions: 1_000_000 },
+      // The sessions workload opens up to 1,000,000 sessions (the default cluster-wide cap is
+      // 100,000), and an open retried after a leader change may leave an orphan that counts
+      // until it expires: room for twice that.
+      sessions: { ...timing.sessions, maxSessions: 2_000_000 },
       snapshot: timing.snapshot,
       limits: BENCH_LIMITS,
     };
