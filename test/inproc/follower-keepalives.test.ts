@@ -18,12 +18,18 @@ describe('keepalives through a follower', () => {
   });
   after(() => c.stop());
 
-  test('renew every session of a batch, for several TTLs, without the client ever reaching the leader', async () => {
+  /** A raw client on a follower, and SESSIONS sessions opened through it. */
+  async function onAFollower() {
     const leader = await c.waitForLeader();
     const follower = c.nodes.find((n) => n.id !== leader)!;
     const client = await c.rawClient(follower.clientUrl);
+    const sessions = await Promise.all(Array.from({ length: SESSIONS }, () => RawSession.open(client, TTL_MS)));
+    return { client, sessions };
+  }
+
+  test('renew every session of a batch, for several TTLs, without the client ever reaching the leader', async () => {
+    const { client, sessions } = await onAFollower();
     try {
-      const sessions = await Promise.all(Array.from({ length: SESSIONS }, () => RawSession.open(client, TTL_MS)));
       const answers: Reply[] = [];
       // Three TTLs, a keepalive of every session every TTL/3, all sent together.
       for (let round = 0; round < 9; round++) {
@@ -45,11 +51,8 @@ describe('keepalives through a follower', () => {
   });
 
   test('one keepAlives frame renews many sessions, through a follower, for several TTLs', async () => {
-    const leader = await c.waitForLeader();
-    const follower = c.nodes.find((n) => n.id !== leader)!;
-    const client = await c.rawClient(follower.clientUrl);
+    const { client, sessions } = await onAFollower();
     try {
-      const sessions = await Promise.all(Array.from({ length: SESSIONS }, () => RawSession.open(client, TTL_MS)));
       const ids = sessions.map((s) => s.id);
       const gone = Math.max(...ids) + 1_000_000; // never opened: null, and the rest still renewed
       for (let round = 0; round < 9; round++) {
