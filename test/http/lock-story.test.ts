@@ -48,6 +48,12 @@ describe('HTTP API: sessions and locks', { timeout: 120_000 }, () => {
     const ka = await call(follower, 'POST', '/v1/session/keepalive', { session: a });
     assert.equal(ka.status, 200);
     assert.equal(ka.body.ttlMs, 10_000);
+    // Many at once: each session's TTL in order, null for one that is not open.
+    const many = await call(follower, 'POST', '/v1/sessions/keepalive', { sessions: [a, 999_999, b] });
+    assert.equal(many.status, 200, JSON.stringify(many.body));
+    assert.deepEqual(many.body.ttls, [10_000, null, 10_000]);
+    const tooMany = await call(follower, 'POST', '/v1/sessions/keepalive', { sessions: Array.from({ length: 1_001 }, (_, i) => i + 1) });
+    assert.equal(tooMany.status, 400, JSON.stringify(tooMany.body));
 
     const rel = await call(follower, 'POST', '/v1/lock/release', { session: a, seq: 3, name: 'reports/nightly', token: got.body.token });
     assert.equal(rel.status, 200, JSON.stringify(rel.body));
