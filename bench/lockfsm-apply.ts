@@ -247,7 +247,7 @@ function idleSessionBytes(n: number): number | null {
   if (!gc) return null;
   gc();
   const before = process.memoryUsage().heapUsed;
-  const m = new LockMachine(CONFIG);
+  const m = new LockMachine({ ...CONFIG, maxSessions: n });
   for (let i = 1; i <= n; i++) m.apply(i, { type: 'openSession', ttlMs: 30_000, label: 'host-12:4711' });
   gc();
   const bytes = (process.memoryUsage().heapUsed - before) / n;
