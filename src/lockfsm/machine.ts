@@ -365,13 +365,13 @@ export class LockMachine {
     return rec === undefined ? null : this.sessionInfo(rec);
   }
 
-  /** The token name that opened session `id` (null: opened without one); undefined when
-   *  there is no such session. O(1), unlike session(). */
   /** The TTL of session `id`, undefined when it is not open. */
   sessionTtlMs(id: number): number | undefined {
     return this.sessionTable.get(id)?.ttlMs;
   }
 
+  /** The token name that opened session `id` (null: opened without one); undefined when
+   *  there is no such session. O(1), unlike session(). */
   sessionOwner(id: number): string | null | undefined {
     return this.sessionTable.get(id)?.owner;
   }

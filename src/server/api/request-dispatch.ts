@@ -14,7 +14,7 @@ import type { ConnectionGate } from './client-gate.js';
 import { nodeById, type ClusterConfig } from '../../config/cluster-config.js';
 import type { Forwarder } from '../replication/forwarding.js';
 import type { LeaseAnswer } from '../replication/lease-batch.js';
-import type { KeepAliveBatcher } from '../replication/keepalive-batch.js';
+import { keepAliveAnswer, type KeepAliveBatcher } from '../replication/keepalive-batch.js';
 import type { NodeOps } from '../ops/index.js';
 import type { LeaseKeeper } from '../leases/lease-keeper.js';
 import { acquireLimitProblem } from './limits.js';
@@ -25,7 +25,7 @@ import { ReadUnavailable, type AppliedWaiters, type ReadIndexBatcher } from '../
 import type { EventSink, Subscriptions } from './subscriptions.js';
 import type { CommandProposer } from '../replication/command-proposer.js';
 import { settingsByKey } from '../../config/replicated-settings.js';
-import { UnknownSetting, answerFor, commandFor, fail, freeLock, machineFail, unknownSession, wireElection, wireLock } from './wire.js';
+import { UnknownSetting, answerFor, commandFor, fail, freeLock, machineFail, wireElection, wireLock } from './wire.js';
 import { ownSessionsOnly } from './auth.js';
 import { sessionView, sessionViews } from './session-views.js';
 import { watchAnswer } from './watch-answer.js';
@@ -334,18 +334,11 @@ export class RequestDispatcher {
   }
 
   private async keepAlive(session: number, sink: EventSink | null): Promise<Answer<'keepAlive' | 'attach'>> {
-    // A follower relays its clients' keepalives to the leader in batches (keepalive-batch.ts),
-    // one by one to a leader of a release that does not serve batches.
+    // A leader of a release that serves no batches answers the keepalive itself, relayed as it is.
     const raft = this.core.raft();
-    if (raft.role !== 'leader') {
-      const forwarder = this.core.forwarder();
-      if (forwarder.batchesFor(raft.leader)) return this.core.leaseBatch().renew(session, clientGone(sink));
-      return forwarder.forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink));
-    }
-    const ans = await this.renewLeases([session]);
-    if (!ans.ok) return ans;
-    const ttlMs = ans.result.ttls[0] ?? null;
-    return ttlMs === null ? unknownSession(session) : answer('keepAlive', { ttlMs });
+    const forwarder = this.core.forwarder();
+    if (raft.role !== 'leader' && !forwarder.batchesFor(raft.leader)) return forwarder.forward({ id: 0, op: 'keepAlive', session }, null, clientGone(sink));
+    return keepAliveAnswer(await this.renew([session], sink), session);
   }
 
   /**

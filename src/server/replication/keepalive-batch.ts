@@ -44,13 +44,8 @@ export class KeepAliveBatcher {
     private readonly clock: NodeClock = systemClock,
   ) {}
 
-  /** The leader's answer to this keepalive, relayed. `gone`: its client has left. */
-  async renew(session: number, gone: () => boolean): Promise<Answer<'keepAlive'>> {
-    return answerOne(await this.renewMany([session], gone), session);
-  }
-
-  /** The leader's answer for `sessions` (one client's keepAlives frame), relayed: they go
-   *  in the window's batch with everyone else's. */
+  /** The leader's answer for `sessions` (one client's keepAlive or keepAlives frame),
+   *  relayed: they go in the window's batch with everyone else's. `gone`: the client has left. */
   renewMany(sessions: readonly number[], gone: () => boolean): Promise<LeaseAnswer> {
     if (sessions.length === 0) return Promise.resolve({ ok: true, result: { ttls: [] } });
     return new Promise((resolve) => {
@@ -116,8 +111,8 @@ function ttlsOf(ans: LeaseAnswer, count: number): (number | null)[] | Answer<nev
   return out;
 }
 
-/** One keepalive's answer out of its frame's. */
-function answerOne(ans: LeaseAnswer, session: number): Answer<'keepAlive'> {
+/** A lone keepalive's answer out of the leader's answer for it. */
+export function keepAliveAnswer(ans: LeaseAnswer, session: number): Answer<'keepAlive'> {
   if (!ans.ok) return ans;
   const ttlMs = ans.result.ttls[0] ?? null;
   return ttlMs === null ? unknownSession(session) : answer('keepAlive', { ttlMs });
