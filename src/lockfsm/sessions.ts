@@ -33,6 +33,9 @@ export type NameKind = 'held' | 'waits' | 'elections' | 'ephemerals';
 
 const NO_NAMES: ReadonlySet<string> = new Set();
 
+/** The record's field that holds each kind of name. */
+const NAME_FIELDS = { held: 'heldNames', waits: 'waitNames', elections: 'electionNames', ephemerals: 'ephemeralNames' } as const;
+
 export class SessionRecord {
   /** Every seq <= ackedSeq has been answered and forgotten. */
   ackedSeq = 0;
@@ -68,38 +71,15 @@ export class SessionRecord {
   }
 
   add(kind: NameKind, name: string): void {
-    switch (kind) {
-      case 'held':
-        (this.heldNames ??= new Set()).add(name);
-        return;
-      case 'waits':
-        (this.waitNames ??= new Set()).add(name);
-        return;
-      case 'elections':
-        (this.electionNames ??= new Set()).add(name);
-        return;
-      case 'ephemerals':
-        (this.ephemeralNames ??= new Set()).add(name);
-        return;
-    }
+    const field = NAME_FIELDS[kind];
+    (this[field] ??= new Set()).add(name);
   }
 
   /** Removes `name`; a set left empty is dropped. */
   drop(kind: NameKind, name: string): void {
-    switch (kind) {
-      case 'held':
-        if (this.heldNames?.delete(name) && this.heldNames.size === 0) this.heldNames = null;
-        return;
-      case 'waits':
-        if (this.waitNames?.delete(name) && this.waitNames.size === 0) this.waitNames = null;
-        return;
-      case 'elections':
-        if (this.electionNames?.delete(name) && this.electionNames.size === 0) this.electionNames = null;
-        return;
-      case 'ephemerals':
-        if (this.ephemeralNames?.delete(name) && this.ephemeralNames.size === 0) this.ephemeralNames = null;
-        return;
-    }
+    const field = NAME_FIELDS[kind];
+    const names = this[field];
+    if (names?.delete(name) && names.size === 0) this[field] = null;
   }
 }
 
