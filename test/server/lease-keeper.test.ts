@@ -2,11 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { LeaseKeeper } from '../../src/server/leases/lease-keeper.js';
-
-/** Activates `k` as a new leader with `sessions`, looked up in the same list. */
-function activateAll(k: LeaseKeeper, now: number, sessions: readonly { session: number; ttlMs: number }[]): void {
-  k.activate(now, sessions, (s) => sessions.find((x) => x.session === s)?.ttlMs);
-}
+import { activateAll } from '../support/leases.js';
 
 test('a lease is due TTL after its last keepalive, not before', () => {
   const k = new LeaseKeeper(1000);

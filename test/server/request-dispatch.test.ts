@@ -21,11 +21,7 @@ import type { HelloResult, MemberInfo, NodeStatus, Request } from '../../src/pro
 import type { MembershipAdmin } from '../../src/server/membership/membership-admin.js';
 import { ClientGate } from '../../src/server/api/client-gate.js';
 import { proofMatches, tokenDigest, tokenIdOf } from '../../src/protocol/node-proof.js';
-
-/** Activates `k` as a new leader with `sessions`, looked up in the same list. */
-function activateAll(k: LeaseKeeper, now: number, sessions: readonly { session: number; ttlMs: number }[]): void {
-  k.activate(now, sessions, (s) => sessions.find((x) => x.session === s)?.ttlMs);
-}
+import { activateAll } from '../support/leases.js';
 
 const rawConfig = {
   clusterId: 'dispatch',
